@@ -1,0 +1,83 @@
+//! Conformance with real operators: recorded objects (see `shared/conformance/README.md`) go
+//! through the catalog, and the primary status must equal the recorded state.
+
+use serde_json::Value;
+use wlmap_engine::{Object, Registry};
+
+/// The outcome of one recorded STATE event.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EventResult {
+    /// Definition used (or the kind when none).
+    pub definition: String,
+    /// Event index in the recording.
+    pub index: usize,
+    /// Recorded state (`Undefined` when the recorder could not tell).
+    pub recorded: String,
+    /// What the catalog reads.
+    pub computed: String,
+}
+
+impl EventResult {
+    /// True when the recorded state is definite.
+    ///
+    /// ```
+    /// let e = wlmap_catalog::conformance::EventResult { definition: "x".into(), index: 0, recorded: "Undefined".into(), computed: "Running".into() };
+    /// assert!(!e.definite());
+    /// ```
+    pub fn definite(&self) -> bool {
+        self.recorded != "Undefined"
+    }
+
+    /// True when a definite state agrees.
+    ///
+    /// ```
+    /// let e = wlmap_catalog::conformance::EventResult { definition: "x".into(), index: 0, recorded: "Running".into(), computed: "Running".into() };
+    /// assert!(e.agrees());
+    /// ```
+    pub fn agrees(&self) -> bool {
+        self.recorded == self.computed
+    }
+}
+
+/// Check one recording document (`{events: [...]}`).
+///
+/// ```
+/// let reg = wlmap_catalog::registry().unwrap();
+/// let doc = serde_json::json!({"events": [{"kind": "STATE", "state": "Running", "object": {
+///   "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {},
+///   "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}}}]});
+/// let r = wlmap_catalog::conformance::check_recording(&reg, &doc);
+/// assert!(r[0].agrees());
+/// ```
+pub fn check_recording(reg: &Registry, doc: &Value) -> Vec<EventResult> {
+    let mut out = Vec::new();
+    let Some(events) = doc.get("events").and_then(Value::as_array) else {
+        return out;
+    };
+    for (index, e) in events.iter().enumerate() {
+        if e.get("kind").and_then(Value::as_str) != Some("STATE") {
+            continue;
+        }
+        let (Some(obj), Some(state)) = (e.get("object"), e.get("state").and_then(Value::as_str))
+        else {
+            continue;
+        };
+        let o = Object::new(obj.clone());
+        let (definition, computed) = match reg.for_kind(&o.gvk()) {
+            None => (o.gvk().to_string(), "NoDefinition".to_string()),
+            Some(d) => (
+                d.name(),
+                wlmap_engine::resolve(d, &o)
+                    .map(|w| w.status.phase.to_string())
+                    .unwrap_or_else(|e| format!("Error: {e}")),
+            ),
+        };
+        out.push(EventResult {
+            definition,
+            index,
+            recorded: state.to_string(),
+            computed,
+        });
+    }
+    out
+}

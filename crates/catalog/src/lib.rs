@@ -1,0 +1,88 @@
+//! # wlmap-catalog
+//!
+//! The built-in, tested definitions: one Karta file per workload kind under
+//! `crates/catalog/definitions/`, embedded at build time. Every file loads through the strict
+//! decoder and the validator (a test checks it), and every kind has fixtures under
+//! `crates/catalog/fixtures/<slug>/<state>/` with the objects a real controller writes and the
+//! expected reading (see `FIXTURES.md`).
+//!
+//! ```
+//! let reg = wlmap_catalog::registry().unwrap();
+//! let jobset = wlmap_schema::GroupVersionKind::new("jobset.x-k8s.io", "v1alpha2", "JobSet");
+//! assert!(reg.for_kind(&jobset).is_some());
+//! ```
+
+mod generated {
+    include!(concat!(env!("OUT_DIR"), "/definitions.rs"));
+}
+
+pub mod conformance;
+
+pub use generated::FILES;
+use wlmap_engine::{Definition, Origin, Registry};
+use wlmap_schema::Karta;
+
+/// Errors of the catalog (only possible if a built-in definition is broken; a test guards it).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A file does not decode.
+    #[error("catalog file {file}: {source}")]
+    Decode {
+        /// File name.
+        file: String,
+        /// Why.
+        #[source]
+        source: wlmap_schema::Error,
+    },
+    /// A definition does not compile.
+    #[error("catalog file {file}: {source}")]
+    Compile {
+        /// File name.
+        file: String,
+        /// Why.
+        #[source]
+        source: wlmap_engine::Error,
+    },
+}
+
+/// Every built-in definition, decoded.
+///
+/// ```
+/// let all = wlmap_catalog::kartas().unwrap();
+/// assert!(all.iter().any(|(_, k)| k.name() == "batch-job-v1"));
+/// ```
+pub fn kartas() -> Result<Vec<(&'static str, Karta)>, Error> {
+    let mut out = Vec::new();
+    for (file, text) in FILES {
+        let ks = wlmap_schema::decode(text, file).map_err(|source| Error::Decode {
+            file: file.to_string(),
+            source,
+        })?;
+        out.extend(ks.into_iter().map(|k| (*file, k)));
+    }
+    Ok(out)
+}
+
+/// Every built-in definition, compiled, in a registry.
+///
+/// ```
+/// assert!(wlmap_catalog::registry().unwrap().len() >= 20);
+/// ```
+pub fn registry() -> Result<Registry, Error> {
+    let mut reg = Registry::default();
+    for (file, k) in kartas()? {
+        reg.insert(
+            Definition::compile(k, Origin::Catalog).map_err(|source| Error::Compile {
+                file: file.to_string(),
+                source,
+            })?,
+        );
+    }
+    Ok(reg)
+}
+
+/// The README's library example runs as a doc-test.
+#[doc = include_str!("../../../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

@@ -1,0 +1,275 @@
+//! Runs every fixture under `fixtures/<slug>/<state>/`: the objects go through the catalog
+//! definition named by the slug, and the reading must equal `expected.yaml`. Adding a fixture
+//! needs no code. `WLMAP_FIXTURE=<slug>/<state>` runs one.
+
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::Path;
+use wlmap_engine::{Object, attribute, gangs, resolve};
+
+fn load_yaml(path: &Path) -> Vec<Value> {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let docs: Vec<Value> =
+        serde_saphyr::from_multiple_with_options(&text, wlmap_schema::yaml_options())
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    docs.into_iter().filter(|d| !d.is_null()).collect()
+}
+
+fn num(v: &Value) -> f64 {
+    v.as_f64().unwrap_or(f64::NAN)
+}
+
+fn check_case(reg: &wlmap_engine::Registry, dir: &Path, slug: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    let objects: Vec<Object> = load_yaml(&dir.join("objects.yaml"))
+        .into_iter()
+        .map(Object::new)
+        .collect();
+    let expected = load_yaml(&dir.join("expected.yaml"))
+        .into_iter()
+        .next()
+        .unwrap_or(Value::Null);
+    let Some(def) = reg.by_name(slug) else {
+        return vec![format!("no catalog definition named {slug}")];
+    };
+    let root = &objects[0];
+    let mut w = match resolve(def, root) {
+        Ok(w) => w,
+        Err(e) => return vec![format!("resolve failed: {e}")],
+    };
+    if let Err(e) = attribute(def, &mut w, root, &objects) {
+        return vec![format!("attribute failed: {e}")];
+    }
+    let mut want = |what: &str, got: String, exp: Option<String>| {
+        if let Some(exp) = exp
+            && got != exp
+        {
+            errs.push(format!("{what}: got {got}, expected {exp}"));
+        }
+    };
+    let s = |v: Option<&Value>| {
+        v.map(|v| {
+            v.as_str()
+                .map(str::to_string)
+                .unwrap_or_else(|| v.to_string())
+        })
+    };
+    want(
+        "status.phase",
+        w.status.phase.to_string(),
+        s(expected.pointer("/status/phase")),
+    );
+    want(
+        "status.phases",
+        format!(
+            "{:?}",
+            w.status
+                .phases
+                .iter()
+                .map(|p| p.to_string())
+                .collect::<Vec<_>>()
+        ),
+        expected.pointer("/status/phases").map(|v| {
+            format!(
+                "{:?}",
+                v.as_array()
+                    .map(|a| a
+                        .iter()
+                        .filter_map(|x| x.as_str().map(str::to_string))
+                        .collect::<Vec<_>>())
+                    .unwrap_or_default()
+            )
+        }),
+    );
+    want(
+        "desiredPods",
+        w.root.desired_pods.to_string(),
+        expected.get("desiredPods").map(|v| num(v).to_string()),
+    );
+    want(
+        "gpus",
+        w.gpus(&Default::default()).to_string(),
+        expected.get("gpus").map(|v| num(v).to_string()),
+    );
+    want(
+        "observedPods",
+        w.observed_pods().to_string(),
+        expected.get("observedPods").map(|v| num(v).to_string()),
+    );
+    want(
+        "readyPods",
+        w.ready_pods().to_string(),
+        expected.get("readyPods").map(|v| num(v).to_string()),
+    );
+    if let Some(comps) = expected.get("components").and_then(Value::as_array) {
+        let got: Vec<String> = w
+            .root
+            .walk()
+            .skip(1)
+            .map(|n| {
+                format!(
+                    "{} replicas={} desiredPods={}",
+                    n.path, n.replicas, n.desired_pods
+                )
+            })
+            .collect();
+        let exp: Vec<String> = comps
+            .iter()
+            .map(|c| {
+                format!(
+                    "{} replicas={} desiredPods={}",
+                    c.get("path").and_then(Value::as_str).unwrap_or(""),
+                    num(c.get("replicas").unwrap_or(&Value::Null)),
+                    num(c.get("desiredPods").unwrap_or(&Value::Null))
+                )
+            })
+            .collect();
+        if got != exp {
+            errs.push(format!(
+                "components:\n    got      {got:?}\n    expected {exp:?}"
+            ));
+        }
+    }
+    if let Some(pods) = expected.get("pods").and_then(Value::as_object) {
+        let mut got: BTreeMap<String, String> = BTreeMap::new();
+        for n in w.root.walk() {
+            for p in &n.pods {
+                got.insert(p.name.clone(), n.path.clone());
+            }
+        }
+        let exp: BTreeMap<String, String> = pods
+            .iter()
+            .map(|(k, v)| (k.clone(), v.as_str().unwrap_or("").to_string()))
+            .collect();
+        if got != exp {
+            errs.push(format!("pods:\n    got      {got:?}\n    expected {exp:?}"));
+        }
+    }
+    if let Some(un) = expected.get("unattributed").and_then(Value::as_array) {
+        let mut got: Vec<String> = w.unattributed.iter().map(|p| p.name.clone()).collect();
+        let mut exp: Vec<String> = un
+            .iter()
+            .filter_map(|v| v.as_str().map(str::to_string))
+            .collect();
+        got.sort();
+        exp.sort();
+        if got != exp {
+            errs.push(format!("unattributed: got {got:?}, expected {exp:?}"));
+        }
+    }
+    if let Some(gs) = expected.get("gangs").and_then(Value::as_array) {
+        match gangs(def, &w, None) {
+            Err(e) => errs.push(format!("gangs failed: {e}")),
+            Ok(got) => {
+                let got: Vec<String> = got
+                    .iter()
+                    .map(|g| format!("{} minMember={}", g.name, g.min_member))
+                    .collect();
+                let exp: Vec<String> = gs
+                    .iter()
+                    .map(|g| {
+                        format!(
+                            "{} minMember={}",
+                            g.get("name").and_then(Value::as_str).unwrap_or(""),
+                            num(g.get("minMember").unwrap_or(&Value::Null))
+                        )
+                    })
+                    .collect();
+                if got != exp {
+                    errs.push(format!(
+                        "gangs:\n    got      {got:?}\n    expected {exp:?}"
+                    ));
+                }
+            }
+        }
+    }
+    errs
+}
+
+#[test]
+fn every_fixture_reads_as_expected() {
+    let reg = wlmap_catalog::registry().expect("catalog compiles");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
+    let only = std::env::var("WLMAP_FIXTURE").ok();
+    let mut failures = Vec::new();
+    let mut cases = 0;
+    let mut slugs: Vec<_> = std::fs::read_dir(&root)
+        .expect("fixtures dir")
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .collect();
+    slugs.sort();
+    for slug_dir in slugs {
+        let slug = slug_dir
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default()
+            .to_string();
+        let mut states: Vec<_> = std::fs::read_dir(&slug_dir)
+            .expect("slug dir")
+            .filter_map(|e| e.ok())
+            .map(|e| e.path())
+            .filter(|p| p.is_dir())
+            .collect();
+        states.sort();
+        for dir in states {
+            let case = format!(
+                "{slug}/{}",
+                dir.file_name().and_then(|n| n.to_str()).unwrap_or_default()
+            );
+            if only.as_ref().is_some_and(|o| *o != case) {
+                continue;
+            }
+            cases += 1;
+            let errs = check_case(&reg, &dir, &slug);
+            if !errs.is_empty() {
+                failures.push(format!("{case}:\n  {}", errs.join("\n  ")));
+            }
+        }
+    }
+    assert!(cases > 0, "no fixtures found");
+    assert!(
+        failures.is_empty(),
+        "{} of {cases} fixtures differ:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn every_catalog_definition_has_fixtures() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
+    for (_, k) in wlmap_catalog::kartas().expect("catalog decodes") {
+        let dir = root.join(k.name());
+        let n = std::fs::read_dir(&dir).map(|d| d.count()).unwrap_or(0);
+        assert!(
+            n > 0,
+            "definition {} has no fixtures in {}",
+            k.name(),
+            dir.display()
+        );
+    }
+}
+
+#[test]
+fn every_catalog_definition_is_valid_without_warnings_that_matter() {
+    for (file, k) in wlmap_catalog::kartas().expect("catalog decodes") {
+        let findings = wlmap_engine::Definition::check(&k, None);
+        let errors: Vec<_> = findings
+            .iter()
+            .filter(|(f, _)| f.severity == wlmap_schema::Severity::Error)
+            .collect();
+        assert!(errors.is_empty(), "{file}: {errors:?}");
+        assert_eq!(
+            file.trim_end_matches(".yaml"),
+            k.name(),
+            "file name must be the slug"
+        );
+        let gvk = k.root().kind.clone().expect("root kind");
+        assert_eq!(
+            gvk.slug(),
+            k.name(),
+            "metadata.name must be the slug of the root kind"
+        );
+    }
+}

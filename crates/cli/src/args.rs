@@ -1,0 +1,247 @@
+//! Command-line arguments (clap). Only parsing here; no I/O.
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+
+const AFTER_HELP: &str = "\
+Sources (same commands for all):
+  a live cluster   --kubeconfig / --context / -n / -A   (the default)
+  a snapshot       --snapshot FILE (repeatable, - for stdin): YAML/JSON documents or Lists,
+                   e.g. `kubectl get jobsets,jobs,pods -A -o yaml > snap.yaml`
+  the demo         --demo: a small embedded cluster, no cluster needed
+
+Exit codes: 0 ok, 1 runtime error (cluster unreachable/forbidden, evaluation failed),
+2 usage, 3 object not found, 4 no definition for the kind, 5 invalid input.
+
+Examples:
+  wlmap --demo get -A --all-types
+  wlmap --demo describe jobset/llm-train -n ml
+  wlmap get pytorchjobs -n team-a -o wide
+  wlmap describe -f my-jobset.yaml -o json
+  wlmap validate my-karta.yaml";
+
+/// wlmap: see any Kubernetes workload (JobSet, RayCluster, LeaderWorkerSet, Dynamo...) as one
+/// tree of components with its status and GPU total, from definitions instead of adapters.
+#[derive(Debug, Parser)]
+#[command(name = "wlmap", version, about, after_help = AFTER_HELP, propagate_version = true)]
+pub struct Cli {
+    /// Connection and source options.
+    #[command(flatten)]
+    pub global: Global,
+    /// The command.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Options shared by every command.
+#[derive(Debug, Args, Clone)]
+pub struct Global {
+    /// Path to the kubeconfig file.
+    #[arg(long, global = true, env = "KUBECONFIG", value_name = "FILE")]
+    pub kubeconfig: Option<PathBuf>,
+    /// The kubeconfig context to use.
+    #[arg(long, global = true)]
+    pub context: Option<String>,
+    /// Namespace (default: the context's namespace, else "default").
+    #[arg(short = 'n', long, global = true)]
+    pub namespace: Option<String>,
+    /// All namespaces.
+    #[arg(short = 'A', long, global = true)]
+    pub all_namespaces: bool,
+    /// Read objects from a snapshot instead of a cluster (repeatable; - for stdin).
+    #[arg(long, global = true, value_name = "FILE")]
+    pub snapshot: Vec<PathBuf>,
+    /// Use the embedded demo cluster.
+    #[arg(long, global = true)]
+    pub demo: bool,
+    /// Extra definitions (file or directory of YAML/JSON); they override built-in and cluster ones.
+    #[arg(long, global = true, value_name = "FILE|DIR")]
+    pub definitions: Vec<PathBuf>,
+    /// Output format.
+    #[arg(short = 'o', long, global = true, value_enum)]
+    pub output: Option<Output>,
+    /// More detail on errors.
+    #[arg(short = 'v', long, global = true)]
+    pub verbose: bool,
+    /// Maximum time for each API request, in seconds.
+    #[arg(long, global = true, default_value_t = 30)]
+    pub request_timeout: u64,
+}
+
+/// Output formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Output {
+    /// Aligned columns.
+    Table,
+    /// Columns with more detail.
+    Wide,
+    /// JSON (stable contract, see README).
+    Json,
+    /// YAML (same data as JSON).
+    Yaml,
+}
+
+/// Commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// List workloads with status, pods and GPUs.
+    #[command(
+        after_help = "Examples:\n  wlmap --demo get -A --all-types\n  wlmap get jobsets -n ml -o wide\n  wlmap get rayclusters/my-cluster -n ray -o json"
+    )]
+    Get(GetArgs),
+    /// Show one workload as a tree: components, instances, replicas, pods, totals, status.
+    #[command(
+        after_help = "Examples:\n  wlmap --demo describe jobset/llm-train -n ml\n  wlmap describe -f jobset.yaml --explain\n  wlmap describe lws/vllm -n serving -o json"
+    )]
+    Describe(DescribeArgs),
+    /// List the definitions in use (built-in, cluster, files).
+    #[command(
+        after_help = "Examples:\n  wlmap definitions\n  wlmap definitions jobset-x-k8s-io-jobset-v1alpha2 -o yaml > jobset-karta.yaml"
+    )]
+    Definitions(DefinitionsArgs),
+    /// Check definition files: strict decoding, structure, expressions.
+    #[command(
+        after_help = "Examples:\n  wlmap validate my-karta.yaml\n  wlmap validate defs/*.yaml"
+    )]
+    Validate(ValidateArgs),
+    /// Change the pod templates of a workload (scheduler, labels, annotations, ...).
+    #[command(
+        after_help = "Examples:\n  wlmap set -f jobset.yaml --scheduler-name kai-scheduler -o yaml\n  wlmap set -f lws.yaml --component worker --label team=ml --toleration nvidia.com/gpu:NoSchedule"
+    )]
+    Set(SetArgs),
+    /// Gang-scheduling groups of a workload, in the format of a scheduler.
+    #[command(
+        after_help = "Examples:\n  wlmap --demo gang lws/vllm -n serving\n  wlmap gang -f jobset.yaml --format kai"
+    )]
+    Gang(GangArgs),
+    /// Compare the catalog with recorded states of real operators.
+    #[command(after_help = "Examples:\n  wlmap conformance ../shared/conformance/recorded")]
+    Conformance(ConformanceArgs),
+    /// Print shell completions.
+    #[command(
+        after_help = "Examples:\n  wlmap completion bash > /etc/bash_completion.d/wlmap\n  wlmap completion zsh > \"${fpath[1]}/_wlmap\""
+    )]
+    Completion {
+        /// Shell.
+        shell: clap_complete::Shell,
+    },
+}
+
+/// `get`.
+#[derive(Debug, Args)]
+pub struct GetArgs {
+    /// TYPE, TYPE/NAME, or TYPE NAME (kind, plural or `kind.group`).
+    pub targets: Vec<String>,
+    /// Every kind that has a definition; only top-level workloads.
+    #[arg(long)]
+    pub all_types: bool,
+    /// Label selector (`k=v,k!=v,k`).
+    #[arg(short = 'l', long)]
+    pub selector: Option<String>,
+}
+
+/// `describe`.
+#[derive(Debug, Args)]
+pub struct DescribeArgs {
+    /// TYPE/NAME or TYPE NAME.
+    pub targets: Vec<String>,
+    /// A manifest to describe (file mode: spec only, plus any pods in the file); - for stdin.
+    #[arg(short = 'f', long)]
+    pub file: Option<PathBuf>,
+    /// Show how every status rule evaluated.
+    #[arg(long)]
+    pub explain: bool,
+}
+
+/// `definitions`.
+#[derive(Debug, Args)]
+pub struct DefinitionsArgs {
+    /// A definition name.
+    pub name: Option<String>,
+}
+
+/// `validate`.
+#[derive(Debug, Args)]
+pub struct ValidateArgs {
+    /// Definition files (- for stdin).
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+    /// The target kind's CRD, to check that spec paths exist there.
+    #[arg(long, value_name = "CRD_FILE")]
+    pub crd: Option<PathBuf>,
+}
+
+/// `set`.
+#[derive(Debug, Args)]
+pub struct SetArgs {
+    /// TYPE/NAME or TYPE NAME (cluster).
+    pub targets: Vec<String>,
+    /// A manifest to update; the result is printed.
+    #[arg(short = 'f', long)]
+    pub file: Option<PathBuf>,
+    /// Only this component (and instance: NAME/INSTANCE).
+    #[arg(long, value_name = "NAME[/INSTANCE]")]
+    pub component: Option<String>,
+    /// Scheduler name.
+    #[arg(long)]
+    pub scheduler_name: Option<String>,
+    /// Label k=v (repeatable).
+    #[arg(long, value_name = "K=V")]
+    pub label: Vec<String>,
+    /// Annotation k=v (repeatable).
+    #[arg(long, value_name = "K=V")]
+    pub annotation: Vec<String>,
+    /// Priority class name.
+    #[arg(long)]
+    pub priority_class_name: Option<String>,
+    /// Node selector k=v (repeatable).
+    #[arg(long, value_name = "K=V")]
+    pub node_selector: Vec<String>,
+    /// Toleration key[=value]:Effect (repeatable).
+    #[arg(long, value_name = "KEY[=VALUE]:EFFECT")]
+    pub toleration: Vec<String>,
+    /// Suspend the workload through its definition.
+    #[arg(long, conflicts_with = "resume")]
+    pub suspend: bool,
+    /// Resume the workload through its definition.
+    #[arg(long)]
+    pub resume: bool,
+    /// client: print only; server: send with dryRun=All.
+    #[arg(long, value_name = "client|server")]
+    pub dry_run: Option<String>,
+}
+
+/// `gang`.
+#[derive(Debug, Args)]
+pub struct GangArgs {
+    /// TYPE/NAME or TYPE NAME.
+    pub targets: Vec<String>,
+    /// A manifest (predicted groups, plus pods found in the file).
+    #[arg(short = 'f', long)]
+    pub file: Option<PathBuf>,
+    /// Output objects for a scheduler.
+    #[arg(long, value_enum)]
+    pub format: Option<GangFormat>,
+}
+
+/// Scheduler formats for gangs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum GangFormat {
+    /// KAI Scheduler PodGroup (scheduling.run.ai/v2alpha2).
+    Kai,
+    /// scheduler-plugins coscheduling PodGroup.
+    Coscheduling,
+    /// Volcano PodGroup.
+    Volcano,
+    /// Kueue pod-group labels and annotations.
+    Kueue,
+    /// Kubernetes Workload API (scheduling.k8s.io).
+    Workload,
+}
+
+/// `conformance`.
+#[derive(Debug, Args)]
+pub struct ConformanceArgs {
+    /// The recordings directory (`conformance/recorded`).
+    pub dir: PathBuf,
+}

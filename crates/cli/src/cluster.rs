@@ -1,0 +1,290 @@
+//! The live-cluster source: which kinds to LIST for a command (a constant number of paginated
+//! LISTs per kind, never one request per pod), definitions from `kartas.run.ai`, and `set`
+//! with optimistic concurrency.
+
+use crate::args::{Command, Global, SetArgs};
+use crate::context::Context;
+use crate::defs::{resolve_type, targets};
+use crate::exit::{Code, Failure, Result, not_found, usage};
+use crate::source::ObjectSet;
+use std::collections::BTreeSet;
+use std::io::IsTerminal;
+use wlmap_engine::{Object, PodUpdate, Registry, Target};
+use wlmap_kube::{Cluster, ConnectOptions, Error, Kind};
+use wlmap_schema::GroupVersionKind;
+
+/// Map cluster errors to exit codes.
+pub fn failure(e: Error) -> Failure {
+    let code = match &e {
+        Error::NotFound(_) => Code::NotFound,
+        _ => Code::Runtime,
+    };
+    Failure::new(code, anyhow::anyhow!("{e}"))
+}
+
+/// A connected cluster.
+pub struct Connection {
+    /// The client.
+    pub cluster: Cluster,
+}
+
+impl Connection {
+    /// Connect (no request yet).
+    pub fn new(g: &Global) -> Result<Connection> {
+        let opts = ConnectOptions {
+            kubeconfig: g.kubeconfig.clone(),
+            context: g.context.clone(),
+            timeout: Some(std::time::Duration::from_secs(g.request_timeout.max(1))),
+            page_size: None,
+        };
+        Ok(Connection {
+            cluster: Cluster::connect(&opts).map_err(failure)?,
+        })
+    }
+
+    /// Definitions in the cluster; when they cannot be read, one warning and the catalog only.
+    pub fn kartas(&self) -> Result<Vec<wlmap_schema::Karta>> {
+        match self.cluster.kartas() {
+            Ok(items) => {
+                let mut out = Vec::new();
+                for it in items {
+                    let name = it
+                        .pointer("/metadata/name")
+                        .and_then(|v| v.as_str())
+                        .unwrap_or("?")
+                        .to_string();
+                    match serde_json::from_value::<wlmap_schema::Karta>(it) {
+                        Ok(k) => out.push(k),
+                        Err(e) => {
+                            eprintln!("wlmap: warning: cluster definition {name} skipped: {e}")
+                        }
+                    }
+                }
+                Ok(out)
+            }
+            Err(Error::NotFound(_)) => {
+                eprintln!(
+                    "wlmap: warning: the kartas.run.ai CRD is not installed; using built-in definitions only"
+                );
+                Ok(vec![])
+            }
+            Err(Error::Forbidden(_)) => {
+                eprintln!(
+                    "wlmap: warning: not allowed to list kartas.run.ai; using built-in definitions only"
+                );
+                Ok(vec![])
+            }
+            Err(e @ (Error::Unreachable { .. } | Error::Config(_))) => Err(failure(e)),
+            Err(e) => {
+                eprintln!(
+                    "wlmap: warning: cannot read cluster definitions ({e}); using built-in definitions only"
+                );
+                Ok(vec![])
+            }
+        }
+    }
+
+    fn kind(&self, gvk: &GroupVersionKind) -> Result<Option<Kind>> {
+        self.cluster.resource(gvk).map_err(failure)
+    }
+
+    fn list_into(&self, set: &mut ObjectSet, kinds: &[Kind], ns: Option<&str>) -> Result {
+        let progress = std::io::stderr().is_terminal() && kinds.len() > 2;
+        for (i, k) in kinds.iter().enumerate() {
+            if progress {
+                eprint!(
+                    "\r\u{1b}[2Klisting {} ({}/{})",
+                    k.resource.plural,
+                    i + 1,
+                    kinds.len()
+                );
+            }
+            let items = self
+                .cluster
+                .list(k, if k.namespaced { ns } else { None })
+                .map_err(failure)?;
+            set.objects.extend(items.into_iter().map(Object::new));
+        }
+        if progress {
+            eprint!("\r\u{1b}[2K");
+        }
+        Ok(())
+    }
+
+    /// LIST what a command needs.
+    pub fn objects_for(
+        &self,
+        cmd: &Command,
+        ns: Option<&str>,
+        reg: &Registry,
+    ) -> Result<ObjectSet> {
+        let mut set = ObjectSet::default();
+        let mut roots: Vec<GroupVersionKind> = Vec::new();
+        let mut one: Option<(GroupVersionKind, String)> = None;
+        match cmd {
+            Command::Get(a) => {
+                if a.all_types {
+                    roots.extend(reg.iter().map(|d| d.root_gvk()));
+                }
+                for (t, _) in targets(&a.targets)? {
+                    roots.extend(resolve_type(reg, &t)?.iter().map(|d| d.root_gvk()));
+                }
+            }
+            Command::Describe(a) => one = Some(single(reg, &a.targets)?),
+            Command::Gang(a) => one = Some(single(reg, &a.targets)?),
+            Command::Set(a) => one = Some(single(reg, &a.targets)?),
+            _ => return Ok(set),
+        }
+        if let Some((gvk, name)) = &one {
+            let kind = self
+                .kind(gvk)?
+                .ok_or_else(|| not_found(format!("the server does not serve {gvk}")))?;
+            let obj = self.cluster.get(&kind, ns, name).map_err(|e| match e {
+                Error::NotFound(_) => not_found(format!(
+                    "{} {name:?} not found{}",
+                    gvk.kind,
+                    ns.map(|n| format!(" in namespace {n}")).unwrap_or_default()
+                )),
+                other => failure(other),
+            })?;
+            let mut obj = obj;
+            if let Some(m) = obj.as_object_mut() {
+                m.insert(
+                    "apiVersion".into(),
+                    kind.resource.api_version.clone().into(),
+                );
+                m.insert("kind".into(), kind.resource.kind.clone().into());
+            }
+            set.objects.push(Object::new(obj));
+            roots.clear();
+            let def = reg.for_kind(gvk).cloned();
+            let mut kinds = Vec::new();
+            for child in def
+                .map(|d| d.child_kinds())
+                .unwrap_or_default()
+                .into_iter()
+                .chain([GroupVersionKind::new("", "v1", "Pod")])
+            {
+                if let Some(k) = self.kind(&child)?
+                    && !kinds.iter().any(|x: &Kind| {
+                        x.resource.kind == k.resource.kind && x.resource.group == k.resource.group
+                    })
+                {
+                    kinds.push(k);
+                }
+            }
+            let ns_of = set.objects[0].namespace().to_string();
+            self.list_into(
+                &mut set,
+                &kinds,
+                if ns_of.is_empty() { ns } else { Some(&ns_of) },
+            )?;
+            return Ok(set);
+        }
+        // Roots, the kinds their definitions create (for owner chains), and pods.
+        let mut want: BTreeSet<GroupVersionKind> = BTreeSet::new();
+        for r in &roots {
+            want.insert(r.clone());
+            if let Some(d) = reg.for_kind(r) {
+                want.extend(d.child_kinds());
+            }
+        }
+        want.insert(GroupVersionKind::new("", "v1", "Pod"));
+        let mut kinds: Vec<Kind> = Vec::new();
+        for g in &want {
+            if let Some(k) = self.kind(g)?
+                && !kinds.iter().any(|x| {
+                    x.resource.kind == k.resource.kind
+                        && x.resource.group == k.resource.group
+                        && x.resource.version == k.resource.version
+                })
+            {
+                kinds.push(k);
+            }
+        }
+        self.list_into(&mut set, &kinds, ns)?;
+        Ok(set)
+    }
+}
+
+fn single(reg: &Registry, args: &[String]) -> Result<(GroupVersionKind, String)> {
+    let ts = targets(args)?;
+    let [(t, Some(name))] = ts.as_slice() else {
+        return Err(usage("expected one TYPE/NAME (or TYPE NAME), or -f FILE"));
+    };
+    let d = resolve_type(reg, t)?;
+    Ok((d[0].root_gvk(), name.clone()))
+}
+
+/// `set` against the cluster: read, change, write with the read's resourceVersion; on a
+/// conflict, read the fresh object and apply again (the other writer's change survives).
+pub fn set(ctx: &Context, a: &SetArgs, u: &PodUpdate, t: &Target) -> Result {
+    let Some(conn) = &ctx.cluster else {
+        return Err(usage("no cluster connection"));
+    };
+    let (gvk, name) = single(&ctx.reg, &a.targets)?;
+    let def = ctx
+        .reg
+        .for_kind(&gvk)
+        .cloned()
+        .ok_or_else(|| crate::exit::no_definition(format!("no definition for {gvk}")))?;
+    let kind = conn
+        .kind(&gvk)?
+        .ok_or_else(|| not_found(format!("the server does not serve {gvk}")))?;
+    let ns = ctx.namespace();
+    let dry = a.dry_run.as_deref();
+    if let Some(d) = dry
+        && d != "client"
+        && d != "server"
+    {
+        return Err(usage("--dry-run must be client or server"));
+    }
+    for attempt in 0..5 {
+        let mut doc = conn
+            .cluster
+            .get(&kind, ns.as_deref(), &name)
+            .map_err(failure)?;
+        let report = crate::commands::set::apply(&def, &mut doc, a, u, t)?;
+        if report.changed.is_empty() {
+            eprintln!("wlmap: {} {name}: nothing to change", gvk.kind);
+            return Ok(());
+        }
+        if dry == Some("client") {
+            return crate::context::print_data(crate::args::Output::Yaml, &doc);
+        }
+        match conn
+            .cluster
+            .replace(&kind, ns.as_deref(), &name, &doc, dry == Some("server"))
+        {
+            Ok(_) => {
+                eprintln!(
+                    "wlmap: {} {name} updated: {} value(s) in {} pod template(s){}",
+                    gvk.kind,
+                    report.changed.len(),
+                    report.templates,
+                    if dry.is_some() {
+                        " (server dry run)"
+                    } else {
+                        ""
+                    }
+                );
+                return Ok(());
+            }
+            Err(Error::Conflict(_)) => {
+                eprintln!(
+                    "wlmap: {} {name} changed while updating; retrying on the fresh object ({})",
+                    gvk.kind,
+                    attempt + 1
+                );
+            }
+            Err(e) => return Err(failure(e)),
+        }
+    }
+    Err(Failure::new(
+        Code::Runtime,
+        anyhow::anyhow!(
+            "{} {name} kept changing; gave up after 5 attempts without overwriting",
+            gvk.kind
+        ),
+    ))
+}

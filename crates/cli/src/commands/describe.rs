@@ -1,0 +1,283 @@
+//! `wlmap describe`: one workload as a tree.
+
+use crate::args::{DescribeArgs, Output};
+use crate::context::{Context, print_data, resolve_all};
+use crate::defs::{resolve_type, targets};
+use crate::exit::{Result, invalid, no_definition, not_found, usage};
+use crate::render;
+use crate::source::{ObjectSet, parse_documents, read_input};
+use crate::view;
+use std::sync::Arc;
+use wlmap_engine::{Definition, GpuPolicy, Node, Object, Workload};
+
+/// Find one workload by TYPE/NAME in the context.
+pub fn find(ctx: &Context, args: &[String]) -> Result<(Arc<Definition>, usize)> {
+    let ts = targets(args)?;
+    let [(t, Some(name))] = ts.as_slice() else {
+        return Err(usage("expected one TYPE/NAME (or TYPE NAME), or -f FILE"));
+    };
+    let defs = resolve_type(&ctx.reg, t)?;
+    let ns = ctx.namespace();
+    for (i, o) in ctx.set.objects.iter().enumerate() {
+        let g = o.gvk();
+        if o.name() == name
+            && ns
+                .as_deref()
+                .is_none_or(|n| n == o.namespace() || o.namespace().is_empty())
+            && defs
+                .iter()
+                .any(|d| d.root_gvk().group == g.group && d.root_gvk().kind == g.kind)
+        {
+            let d = ctx
+                .reg
+                .for_kind(&g)
+                .cloned()
+                .ok_or_else(|| no_definition(format!("no definition for {g}")))?;
+            return Ok((d, i));
+        }
+    }
+    let kind = defs
+        .first()
+        .map(|d| d.root_gvk().kind)
+        .unwrap_or_else(|| t.clone());
+    let where_ = ns.map(|n| format!(" in namespace {n}")).unwrap_or_default();
+    Err(not_found(format!("{kind} {name:?} not found{where_}")))
+}
+
+/// File mode: the manifest's objects become the set; the first object with a definition is
+/// the workload.
+pub fn from_file(
+    ctx: &Context,
+    path: &std::path::Path,
+) -> Result<(ObjectSet, Arc<Definition>, usize)> {
+    let text = read_input(path)?;
+    let docs = parse_documents(&text, &path.display().to_string())?;
+    if docs.is_empty() {
+        return Err(invalid(format!("{}: no objects", path.display())));
+    }
+    let set = ObjectSet {
+        objects: docs.into_iter().map(Object::new).collect(),
+    };
+    for (i, o) in set.objects.iter().enumerate() {
+        if let Some(d) = ctx.reg.for_kind(&o.gvk()) {
+            let d = d.clone();
+            return Ok((set, d, i));
+        }
+    }
+    Err(no_definition(format!(
+        "{}: no definition for kind {}",
+        path.display(),
+        set.objects[0].gvk()
+    )))
+}
+
+/// Run.
+pub fn run(ctx: &Context, a: &DescribeArgs) -> Result {
+    let (set_holder, def, idx, file_mode);
+    if let Some(f) = &a.file {
+        let (s, d, i) = from_file(ctx, f)?;
+        set_holder = s;
+        def = d;
+        idx = i;
+        file_mode = true;
+    } else {
+        let (d, i) = find(ctx, &a.targets)?;
+        set_holder = ObjectSet::default();
+        def = d;
+        idx = i;
+        file_mode = false;
+    }
+    let set = if file_mode { &set_holder } else { &ctx.set };
+    let mut w = resolve_all(set, &[(def.clone(), idx)])
+        .pop()
+        .expect("one item in, one out")?;
+    if file_mode
+        && !set
+            .objects
+            .iter()
+            .any(|o| o.is_pod() && o.uid() != set.objects[idx].uid())
+        && !set.objects[idx].is_pod()
+    {
+        w.pods_observed = false;
+    }
+    match ctx.output() {
+        Output::Json | Output::Yaml => {
+            print_data(ctx.output(), &view::describe(&def, &w, a.explain))
+        }
+        Output::Wide => Err(usage(
+            "describe has no wide output; use -o table, json or yaml",
+        )),
+        Output::Table => {
+            crate::write_stdout(&text(&def, &w, &set.objects[idx], a.explain, file_mode));
+            Ok(())
+        }
+    }
+}
+
+fn text(def: &Definition, w: &Workload, obj: &Object, explain: bool, file_mode: bool) -> String {
+    let gpu = GpuPolicy::default();
+    let colour = render::colour_enabled();
+    let mut s = String::new();
+    let ns = if w.namespace.is_empty() {
+        String::new()
+    } else {
+        format!("   namespace: {}", w.namespace)
+    };
+    let age = if file_mode {
+        String::new()
+    } else {
+        format!("   age: {}", render::age(obj.creation_timestamp()))
+    };
+    s.push_str(&format!(
+        "{}/{}{}   definition: {} ({}){}\n",
+        w.kind,
+        w.name,
+        ns,
+        def.name(),
+        def.origin(),
+        age
+    ));
+    let reason = match (&w.status.reason, &w.status.message) {
+        (Some(r), Some(m)) => format!(" ({r}: {m})"),
+        (Some(r), None) => format!(" ({r})"),
+        (None, Some(m)) => format!(" ({m})"),
+        _ => String::new(),
+    };
+    let all: Vec<String> = w.status.phases.iter().map(|p| p.to_string()).collect();
+    s.push_str(&format!(
+        "Status: {}{}   matched: {}\n",
+        render::phase(w.status.phase, colour),
+        reason,
+        all.join(",")
+    ));
+    if !w.pods_observed {
+        s.push_str("(file mode: spec only, no live pods)\n");
+    }
+    s.push('\n');
+    let mut rows: Vec<(String, String)> = Vec::new();
+    rows.push((
+        w.root.segment(),
+        node_summary(&w.root, w.pods_observed, &gpu),
+    ));
+    tree(&w.root, "", w.pods_observed, &gpu, &mut rows);
+    let width = rows
+        .iter()
+        .map(|(a, _)| a.chars().count())
+        .max()
+        .unwrap_or(0);
+    for (a, b) in rows {
+        s.push_str(&format!(
+            "{a}{}   {b}\n",
+            " ".repeat(width - a.chars().count())
+        ));
+    }
+    if !w.unattributed.is_empty() {
+        s.push_str("\nUnattributed pods (owned by the workload, claimed by no component):\n");
+        for p in &w.unattributed {
+            s.push_str(&format!(
+                "  {}   {}   gpu: {}   {}\n",
+                p.name,
+                p.phase,
+                render::num(p.gpus),
+                p.node.as_deref().unwrap_or("<none>")
+            ));
+        }
+    }
+    let r = &w.root.resources;
+    s.push_str("\nTotals (desired, from the spec):\n");
+    s.push_str(&format!("  pods: {}", w.root.desired_pods));
+    if w.pods_observed {
+        s.push_str(&format!(
+            "   observed: {}   ready: {}",
+            w.observed_pods(),
+            w.ready_pods()
+        ));
+    }
+    s.push_str(&format!(
+        "\n  GPUs: {}   CPU: {}   memory: {}\n",
+        render::num(r.gpus(&gpu)),
+        render::cpu(r.cpu_millis()),
+        render::bytes(r.memory_bytes())
+    ));
+    let ext: Vec<String> = r
+        .extended()
+        .into_iter()
+        .filter(|(k, _)| !gpu.is_gpu(k))
+        .map(|(k, v)| format!("{k}: {}", render::num(v)))
+        .collect();
+    if !ext.is_empty() {
+        s.push_str(&format!("  other: {}\n", ext.join(", ")));
+    }
+    if explain {
+        s.push_str("\nStatus rules:\n");
+        for t in &w.status.trace {
+            s.push_str(&format!(
+                "  {} #{} -> {}\n",
+                t.status,
+                t.index,
+                if t.matched { "matched" } else { "no" }
+            ));
+            for p in &t.parts {
+                s.push_str(&format!("      {p}\n"));
+            }
+        }
+        if w.status.trace.is_empty() {
+            s.push_str("  (the definition has no status mappings)\n");
+        }
+    }
+    s
+}
+
+fn node_summary(n: &Node, observed: bool, gpu: &GpuPolicy) -> String {
+    let mut parts = Vec::new();
+    if observed {
+        parts.push(format!("{}/{} ready", n.ready_pods(), n.desired_pods));
+    } else {
+        parts.push(format!("pods: {}", n.desired_pods));
+    }
+    if n.has_pod_spec || n.replica.is_none() {
+        parts.push(format!("replicas: {}", n.replicas));
+    }
+    parts.push(format!("gpu: {}", render::num(n.resources.gpus(gpu))));
+    let mut nodes: Vec<&str> = n.all_pods().filter_map(|p| p.node.as_deref()).collect();
+    nodes.sort();
+    nodes.dedup();
+    if !nodes.is_empty() {
+        parts.push(nodes.join(","));
+    }
+    parts.join("   ")
+}
+
+fn tree(n: &Node, prefix: &str, observed: bool, gpu: &GpuPolicy, rows: &mut Vec<(String, String)>) {
+    let total = n.pods.len() + n.children.len();
+    let mut k = 0;
+    for p in &n.pods {
+        k += 1;
+        let last = k == total;
+        let branch = if last { "`-- " } else { "|-- " };
+        let state = match (&p.reason, p.ready) {
+            (Some(r), false) => format!("{} ({r})", p.phase),
+            (_, true) => format!("{} ready", p.phase),
+            _ => p.phase.clone(),
+        };
+        rows.push((
+            format!("{prefix}{branch}{}", p.name),
+            format!(
+                "{state}   gpu: {}   {}",
+                render::num(p.gpus),
+                p.node.as_deref().unwrap_or("<none>")
+            ),
+        ));
+    }
+    for c in &n.children {
+        k += 1;
+        let last = k == total;
+        let branch = if last { "`-- " } else { "|-- " };
+        rows.push((
+            format!("{prefix}{branch}{}", c.segment()),
+            node_summary(c, observed, gpu),
+        ));
+        let ext = if last { "    " } else { "|   " };
+        tree(c, &format!("{prefix}{ext}"), observed, gpu, rows);
+    }
+}

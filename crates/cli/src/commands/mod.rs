@@ -1,0 +1,9 @@
+//! One module per command.
+
+pub mod conformance;
+pub mod definitions;
+pub mod describe;
+pub mod gang;
+pub mod get;
+pub mod set;
+pub mod validate;

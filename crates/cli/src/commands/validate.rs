@@ -1,0 +1,69 @@
+//! `wlmap validate`: strict decoding, structure and expressions, as `file:line:col:` findings.
+
+use crate::args::ValidateArgs;
+use crate::exit::{Code, Failure, Result};
+use crate::source::read_input;
+use wlmap_schema::{Severity, Source};
+
+/// Run.
+pub fn run(a: &ValidateArgs) -> Result {
+    let mut errors = 0;
+    let mut warnings = 0;
+    let mut out = String::new();
+    for f in &a.files {
+        let name = f.display().to_string();
+        let text = read_input(f)?;
+        let kartas = match wlmap_schema::decode(&text, &name) {
+            Ok(k) => k,
+            Err(e) => {
+                errors += 1;
+                out.push_str(&format!("{e}\n"));
+                continue;
+            }
+        };
+        let src = Source {
+            file: &name,
+            text: &text,
+        };
+        let mut file_errors = 0;
+        for k in &kartas {
+            for (f, loc) in wlmap_engine::Definition::check(k, Some(&src)) {
+                let at = loc.map(|l| l.to_string()).unwrap_or_else(|| name.clone());
+                out.push_str(&format!(
+                    "{at}: {}: {} (hint: {})\n",
+                    f.severity, f.message, f.hint
+                ));
+                match f.severity {
+                    Severity::Error => file_errors += 1,
+                    Severity::Warning => warnings += 1,
+                }
+            }
+        }
+        if let Some(crd) = &a.crd {
+            let crd_text = read_input(crd)?;
+            for k in &kartas {
+                for w in crate::crdcheck::check(k, &crd_text, &crd.display().to_string())? {
+                    out.push_str(&format!("{name}: warning: {w}\n"));
+                    warnings += 1;
+                }
+            }
+        }
+        if file_errors == 0 {
+            let names: Vec<String> = kartas.iter().map(|k| k.name()).collect();
+            out.push_str(&format!(
+                "{name}: ok: {} definition(s): {}\n",
+                kartas.len(),
+                names.join(", ")
+            ));
+        }
+        errors += file_errors;
+    }
+    crate::write_stdout(&out);
+    if errors > 0 {
+        return Err(Failure::new(
+            Code::Invalid,
+            anyhow::anyhow!("{errors} error(s), {warnings} warning(s)"),
+        ));
+    }
+    Ok(())
+}

@@ -1,0 +1,144 @@
+//! Which definitions are in use (catalog, cluster, files) and how a TYPE argument resolves.
+
+use crate::exit::{Result, invalid, no_definition};
+use std::sync::Arc;
+use wlmap_engine::{Definition, Origin, Registry};
+
+/// Built-in catalog, then cluster definitions, then `--definitions` files (later wins).
+pub fn registry(
+    files: &[std::path::PathBuf],
+    cluster: Vec<wlmap_schema::Karta>,
+) -> Result<Registry> {
+    let mut reg =
+        wlmap_catalog::registry().map_err(|e| invalid(format!("built-in catalog: {e}")))?;
+    for k in cluster {
+        let name = k.name();
+        match Definition::compile(k, Origin::Cluster) {
+            Ok(d) => reg.insert(d),
+            Err(e) => eprintln!("wlmap: warning: cluster definition {name} skipped: {e}"),
+        }
+    }
+    for f in files {
+        let paths: Vec<std::path::PathBuf> = if f.is_dir() {
+            let mut v: Vec<_> = std::fs::read_dir(f)
+                .map_err(|e| invalid(format!("{}: {e}", f.display())))?
+                .filter_map(|e| e.ok())
+                .map(|e| e.path())
+                .filter(|p| {
+                    p.extension()
+                        .is_some_and(|x| x == "yaml" || x == "yml" || x == "json")
+                })
+                .collect();
+            v.sort();
+            v
+        } else {
+            vec![f.clone()]
+        };
+        for p in paths {
+            let text = crate::source::read_input(&p)?;
+            let name = p.display().to_string();
+            for k in wlmap_schema::decode(&text, &name)? {
+                let d = Definition::compile(k, Origin::File)
+                    .map_err(|e| invalid(format!("{name}: {e}")))?;
+                reg.insert(d);
+            }
+        }
+    }
+    Ok(reg)
+}
+
+const SHORT_NAMES: &[(&str, &str)] = &[
+    ("po", "Pod"),
+    ("deploy", "Deployment"),
+    ("rs", "ReplicaSet"),
+    ("sts", "StatefulSet"),
+    ("ds", "DaemonSet"),
+    ("cj", "CronJob"),
+    ("lws", "LeaderWorkerSet"),
+    ("isvc", "InferenceService"),
+    ("ksvc", "Service"),
+    ("pcs", "PodCliqueSet"),
+    ("dgd", "DynamoGraphDeployment"),
+    ("mi", "Milvus"),
+    ("vcjob", "Job"),
+];
+
+fn plural(kind: &str) -> String {
+    let k = kind.to_lowercase();
+    if k.ends_with('s') || k.ends_with("x") {
+        format!("{k}es")
+    } else if let Some(stem) = k.strip_suffix('y') {
+        format!("{stem}ies")
+    } else {
+        format!("{k}s")
+    }
+}
+
+/// Definitions a TYPE names: kind, plural or short name, optionally `.group` (case-insensitive).
+/// Several definitions can match (versions, groups); the caller picks per object.
+pub fn resolve_type(reg: &Registry, ty: &str) -> Result<Vec<Arc<Definition>>> {
+    let t = ty.to_lowercase();
+    let (name, group) = match t.split_once('.') {
+        Some((n, g)) => (n.to_string(), Some(g.to_string())),
+        None => (t.clone(), None),
+    };
+    let short: Vec<&str> = SHORT_NAMES
+        .iter()
+        .filter(|(s, _)| *s == name)
+        .map(|(_, k)| *k)
+        .collect();
+    let hits: Vec<Arc<Definition>> = reg
+        .iter()
+        .filter(|d| {
+            let g = d.root_gvk();
+            let k = g.kind.to_lowercase();
+            let kind_ok = k == name
+                || plural(&g.kind) == name
+                || short.iter().any(|s| s.eq_ignore_ascii_case(&g.kind));
+            let group_ok = match &group {
+                Some(gr) => g.group == *gr || format!("{}.{}", g.version, g.group) == *gr,
+                None => true,
+            };
+            kind_ok && group_ok
+        })
+        .cloned()
+        .collect();
+    if hits.is_empty() {
+        return Err(no_definition(format!(
+            "no definition for type {ty:?}; `wlmap definitions` lists the known kinds, and a Karta definition adds one"
+        )));
+    }
+    // Without a group, prefer the kind's most common reading: core/apps/batch over CRDs that
+    // reuse the name (a bare "job" is batch/v1 Job, not a Volcano Job), unless only CRDs match.
+    if group.is_none() {
+        let builtin: Vec<_> = hits
+            .iter()
+            .filter(|d| matches!(d.root_gvk().group.as_str(), "" | "apps" | "batch"))
+            .cloned()
+            .collect();
+        if !builtin.is_empty() && builtin.len() < hits.len() && short.is_empty() {
+            return Ok(builtin);
+        }
+    }
+    Ok(hits)
+}
+
+/// Split `TYPE/NAME`, `TYPE NAME` or `TYPE` arguments into (type, name) pairs.
+pub fn targets(args: &[String]) -> Result<Vec<(String, Option<String>)>> {
+    let mut out = Vec::new();
+    if args.len() == 2 && !args[0].contains('/') && !args[1].contains('/') {
+        return Ok(vec![(args[0].clone(), Some(args[1].clone()))]);
+    }
+    for a in args {
+        for part in a.split(',').filter(|p| !p.is_empty()) {
+            match part.split_once('/') {
+                Some((t, n)) if !t.is_empty() && !n.is_empty() => {
+                    out.push((t.to_string(), Some(n.to_string())))
+                }
+                Some(_) => return Err(crate::exit::usage(format!("{part:?}: expected TYPE/NAME"))),
+                None => out.push((part.to_string(), None)),
+            }
+        }
+    }
+    Ok(out)
+}

@@ -1,0 +1,73 @@
+//! Exit codes and the CLI's error type: one place decides how each failure ends the process.
+
+/// Process exit codes (stable; scripts rely on them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Code {
+    /// Success (documented; returned by `main` falling through).
+    #[allow(dead_code)]
+    Ok = 0,
+    /// Runtime error: cluster unreachable or forbidden, evaluation failed.
+    Runtime = 1,
+    /// Usage error (clap also exits 2).
+    Usage = 2,
+    /// The object was not found.
+    NotFound = 3,
+    /// No definition for the kind.
+    NoDefinition = 4,
+    /// Invalid input: malformed manifest, definition, snapshot or expression.
+    Invalid = 5,
+}
+
+/// A failure with its exit code and one clear line of text.
+#[derive(Debug)]
+pub struct Failure {
+    /// Exit code.
+    pub code: Code,
+    /// The error chain.
+    pub error: anyhow::Error,
+}
+
+impl Failure {
+    /// A failure with a code.
+    pub fn new(code: Code, error: impl Into<anyhow::Error>) -> Self {
+        Failure {
+            code,
+            error: error.into(),
+        }
+    }
+}
+
+impl<E: Into<anyhow::Error>> From<E> for Failure {
+    fn from(e: E) -> Self {
+        let error: anyhow::Error = e.into();
+        let code = if error.downcast_ref::<wlmap_schema::Error>().is_some() {
+            Code::Invalid
+        } else {
+            Code::Runtime
+        };
+        Failure { code, error }
+    }
+}
+
+/// Shorthand constructors.
+pub fn invalid(msg: impl std::fmt::Display) -> Failure {
+    Failure::new(Code::Invalid, anyhow::anyhow!("{msg}"))
+}
+
+/// Not found.
+pub fn not_found(msg: impl std::fmt::Display) -> Failure {
+    Failure::new(Code::NotFound, anyhow::anyhow!("{msg}"))
+}
+
+/// No definition.
+pub fn no_definition(msg: impl std::fmt::Display) -> Failure {
+    Failure::new(Code::NoDefinition, anyhow::anyhow!("{msg}"))
+}
+
+/// Usage.
+pub fn usage(msg: impl std::fmt::Display) -> Failure {
+    Failure::new(Code::Usage, anyhow::anyhow!("{msg}"))
+}
+
+/// Result of a command.
+pub type Result<T = (), E = Failure> = std::result::Result<T, E>;

@@ -1,0 +1,136 @@
+//! `wlmap`: a thin binary over the wlmap libraries. Parse, pick the source of objects, run one
+//! command, map the outcome to an exit code.
+
+mod args;
+mod cluster;
+mod commands;
+mod context;
+mod crdcheck;
+mod defs;
+mod exit;
+mod render;
+mod source;
+mod view;
+
+use args::{Cli, Command};
+use clap::{CommandFactory, Parser};
+use context::Context;
+use exit::{Code, Failure};
+use std::io::Write;
+
+/// Write to stdout; a closed pipe (`wlmap get ... | head`) ends the process quietly.
+pub fn write_stdout(s: &str) {
+    let mut out = std::io::stdout().lock();
+    if out
+        .write_all(s.as_bytes())
+        .and_then(|_| out.flush())
+        .is_err()
+    {
+        std::process::exit(0);
+    }
+}
+
+fn run(cli: Cli) -> Result<(), Failure> {
+    match &cli.command {
+        Command::Completion { shell } => {
+            let mut cmd = Cli::command();
+            let mut buf = Vec::new();
+            clap_complete::generate(*shell, &mut cmd, "wlmap", &mut buf);
+            write_stdout(&String::from_utf8_lossy(&buf));
+            return Ok(());
+        }
+        Command::Validate(a) => return commands::validate::run(a),
+        _ => {}
+    }
+    let g = cli.global.clone();
+    let needs_objects = !matches!(
+        cli.command,
+        Command::Definitions(_) | Command::Conformance(_)
+    ) && !matches!(&cli.command, Command::Describe(a) if a.file.is_some())
+        && !matches!(&cli.command, Command::Gang(a) if a.file.is_some())
+        && !matches!(&cli.command, Command::Set(a) if a.file.is_some());
+    let mut g = g;
+    let ctx = if g.demo
+        || !g.snapshot.is_empty()
+        || !(needs_objects || matches!(cli.command, Command::Definitions(_)))
+    {
+        let set = if g.demo {
+            source::ObjectSet::demo()?
+        } else if !g.snapshot.is_empty() {
+            source::ObjectSet::from_snapshots(&g.snapshot)?
+        } else {
+            source::ObjectSet::default()
+        };
+        let reg = defs::registry(&g.definitions, vec![])?;
+        Context {
+            global: g,
+            set,
+            reg,
+            offline: true,
+            cluster: None,
+        }
+    } else {
+        let conn = cluster::Connection::new(&g)?;
+        if g.namespace.is_none() {
+            g.namespace = Some(conn.cluster.default_namespace().to_string());
+        }
+        let reg = defs::registry(&g.definitions, conn.kartas()?)?;
+        let ns = if g.all_namespaces {
+            None
+        } else {
+            g.namespace.clone()
+        };
+        let set = if needs_objects {
+            conn.objects_for(&cli.command, ns.as_deref(), &reg)?
+        } else {
+            source::ObjectSet::default()
+        };
+        if g.verbose {
+            eprintln!(
+                "wlmap: {} API request(s) to {}",
+                conn.cluster.requests(),
+                conn.cluster.server()
+            );
+        }
+        Context {
+            global: g,
+            set,
+            reg,
+            offline: false,
+            cluster: Some(conn),
+        }
+    };
+    match &cli.command {
+        Command::Get(a) => commands::get::run(&ctx, a),
+        Command::Describe(a) => commands::describe::run(&ctx, a),
+        Command::Definitions(a) => commands::definitions::run(&ctx, a),
+        Command::Set(a) => commands::set::run(&ctx, a),
+        Command::Gang(a) => commands::gang::run(&ctx, a),
+        Command::Conformance(a) => commands::conformance::run(&ctx, a),
+        Command::Validate(_) | Command::Completion { .. } => Ok(()),
+    }
+}
+
+fn main() {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let code = if e.use_stderr() {
+                Code::Usage as i32
+            } else {
+                0
+            };
+            let _ = e.print();
+            std::process::exit(code);
+        }
+    };
+    let verbose = cli.global.verbose;
+    if let Err(f) = run(cli) {
+        if verbose {
+            eprintln!("wlmap: error: {:?}", f.error);
+        } else {
+            eprintln!("wlmap: error: {:#}", f.error);
+        }
+        std::process::exit(f.code as i32);
+    }
+}

@@ -1,0 +1,181 @@
+//! Human output: aligned tables, the describe tree, ages, colour on terminals only.
+
+use std::io::IsTerminal;
+use wlmap_engine::Phase;
+
+/// Print rows as aligned columns (3 spaces apart, like kubectl).
+pub fn table(out: &mut String, header: &[&str], rows: &[Vec<String>]) {
+    let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
+    for r in rows {
+        for (i, c) in r.iter().enumerate() {
+            if i < widths.len() {
+                widths[i] = widths[i].max(visible_len(c));
+            }
+        }
+    }
+    let line = |cells: Vec<&str>, out: &mut String| {
+        let n = cells.len();
+        for (i, c) in cells.into_iter().enumerate() {
+            out.push_str(c);
+            if i + 1 < n {
+                out.push_str(&" ".repeat(widths[i] - visible_len(c) + 3));
+            }
+        }
+        out.push('\n');
+    };
+    line(header.to_vec(), out);
+    for r in rows {
+        line(r.iter().map(String::as_str).collect(), out);
+    }
+}
+
+fn visible_len(s: &str) -> usize {
+    // Skip ANSI escapes so coloured cells align.
+    let mut n = 0;
+    let mut esc = false;
+    for c in s.chars() {
+        if esc {
+            if c == 'm' {
+                esc = false;
+            }
+        } else if c == '\u{1b}' {
+            esc = true;
+        } else {
+            n += 1;
+        }
+    }
+    n
+}
+
+/// Colour is used only when stdout is a terminal and NO_COLOR is unset.
+pub fn colour_enabled() -> bool {
+    std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none()
+}
+
+/// A status, coloured on terminals.
+pub fn phase(p: Phase, colour: bool) -> String {
+    if !colour {
+        return p.to_string();
+    }
+    let code = match p {
+        Phase::Running | Phase::Completed => "32",
+        Phase::Failed => "31",
+        Phase::Degraded | Phase::Suspending | Phase::Resuming => "33",
+        Phase::Suspended | Phase::Undefined => "2",
+        Phase::Initializing => "36",
+    };
+    format!("\u{1b}[{code}m{p}\u{1b}[0m")
+}
+
+/// Seconds since the Unix epoch of an RFC 3339 UTC timestamp (`2026-09-16T14:00:00Z`).
+pub fn parse_time(ts: &str) -> Option<i64> {
+    let b = ts.as_bytes();
+    if b.len() < 19 {
+        return None;
+    }
+    let num = |r: std::ops::Range<usize>| ts.get(r)?.parse::<i64>().ok();
+    let (y, m, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
+    let (hh, mm, ss) = (num(11..13)?, num(14..16)?, num(17..19)?);
+    // Days from civil (Howard Hinnant's algorithm).
+    let y2 = if m <= 2 { y - 1 } else { y };
+    let era = if y2 >= 0 { y2 } else { y2 - 399 } / 400;
+    let yoe = y2 - era * 400;
+    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146097 + doe - 719468;
+    Some(days * 86400 + hh * 3600 + mm * 60 + ss)
+}
+
+/// kubectl-style age (`45s`, `12m`, `3h`, `5d`, `2y`).
+pub fn age(ts: Option<&str>) -> String {
+    let Some(t) = ts.and_then(parse_time) else {
+        return "<unknown>".into();
+    };
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0);
+    let s = (now - t).max(0);
+    match s {
+        s if s < 120 => format!("{s}s"),
+        s if s < 3 * 3600 => format!("{}m", s / 60),
+        s if s < 2 * 86400 => format!("{}h", s / 3600),
+        s if s < 365 * 86400 => format!("{}d", s / 86400),
+        s => format!("{}y", s / (365 * 86400)),
+    }
+}
+
+/// A GPU count without a trailing `.0`.
+pub fn num(v: f64) -> String {
+    if v.fract() == 0.0 {
+        format!("{}", v as i64)
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+/// Bytes as Ki/Mi/Gi.
+pub fn bytes(b: u64) -> String {
+    const UNITS: [(&str, u64); 4] = [
+        ("Ti", 1 << 40),
+        ("Gi", 1 << 30),
+        ("Mi", 1 << 20),
+        ("Ki", 1 << 10),
+    ];
+    for (u, n) in UNITS {
+        if b >= n && b.is_multiple_of((n / 1024).max(1)) {
+            let v = b as f64 / n as f64;
+            return if v.fract() == 0.0 {
+                format!("{}{u}", v as u64)
+            } else {
+                format!("{v:.1}{u}")
+            };
+        }
+    }
+    b.to_string()
+}
+
+/// Millicores as kubectl prints them.
+pub fn cpu(m: u64) -> String {
+    if m.is_multiple_of(1000) {
+        (m / 1000).to_string()
+    } else {
+        format!("{m}m")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_parse_to_epoch_seconds() {
+        assert_eq!(parse_time("1970-01-01T00:00:00Z"), Some(0));
+        assert_eq!(parse_time("2026-09-16T14:00:00Z"), Some(1_789_567_200));
+        assert_eq!(parse_time("garbage"), None);
+    }
+
+    #[test]
+    fn tables_align_on_visible_width() {
+        let mut s = String::new();
+        table(
+            &mut s,
+            &["A", "B"],
+            &[
+                vec!["\u{1b}[32mxx\u{1b}[0m".into(), "1".into()],
+                vec!["yyyy".into(), "2".into()],
+            ],
+        );
+        let lines: Vec<&str> = s.lines().collect();
+        assert_eq!(lines[0], "A      B");
+        assert_eq!(lines[2], "yyyy   2");
+    }
+
+    #[test]
+    fn quantities_print_like_kubectl() {
+        assert_eq!(bytes(256 << 30), "256Gi");
+        assert_eq!(cpu(1500), "1500m");
+        assert_eq!(cpu(32000), "32");
+        assert_eq!(num(12.0), "12");
+    }
+}

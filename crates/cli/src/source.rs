@@ -1,0 +1,171 @@
+//! Where objects come from: snapshot files, the embedded demo, or manifests (`-f`). A live
+//! cluster is read by `cluster.rs` into the same [`ObjectSet`].
+
+use crate::exit::{Failure, Result, invalid};
+use serde_json::Value;
+use std::collections::HashMap;
+use std::io::Read;
+use std::path::Path;
+use wlmap_engine::{Object, OwnerIndex};
+
+mod demo {
+    include!(concat!(env!("OUT_DIR"), "/demo.rs"));
+}
+
+/// A set of objects as the engine sees them, whatever their source.
+#[derive(Default)]
+pub struct ObjectSet {
+    /// Every object.
+    pub objects: Vec<Object>,
+}
+
+/// Read a file or stdin (`-`).
+pub fn read_input(path: &Path) -> Result<String> {
+    let mut text = String::new();
+    if path.as_os_str() == "-" {
+        std::io::stdin()
+            .read_to_string(&mut text)
+            .map_err(|e| invalid(format!("stdin: {e}")))?;
+    } else {
+        let bytes = std::fs::read(path).map_err(|e| {
+            Failure::new(
+                crate::exit::Code::Invalid,
+                anyhow::anyhow!("{}: {e}", path.display()),
+            )
+        })?;
+        text = String::from_utf8(bytes)
+            .map_err(|_| invalid(format!("{}: not UTF-8 text (binary data?)", path.display())))?;
+    }
+    Ok(text)
+}
+
+/// Parse YAML or JSON documents, flattening `List` objects; every document must be an object.
+pub fn parse_documents(text: &str, name: &str) -> Result<Vec<Value>> {
+    let trimmed = text.trim_start();
+    let docs: Vec<Value> = if trimmed.starts_with('{') || trimmed.starts_with('[') {
+        let mut out = Vec::new();
+        for v in serde_json::Deserializer::from_str(text).into_iter::<Value>() {
+            out.push(v.map_err(|e| invalid(format!("{name}:{}:{}: {e}", e.line(), e.column())))?);
+        }
+        out
+    } else {
+        serde_saphyr::from_multiple_with_options(text, wlmap_schema::yaml_options()).map_err(
+            |e| {
+                let loc = e
+                    .location()
+                    .map(|l| format!(":{}:{}", l.line(), l.column()))
+                    .unwrap_or_default();
+                let mut msg = e.to_string();
+                if let Some(i) = msg.find(" at line ") {
+                    msg.truncate(i);
+                }
+                invalid(format!("{name}{loc}: {msg}"))
+            },
+        )?
+    };
+    let mut out = Vec::new();
+    for (i, d) in docs.into_iter().enumerate() {
+        match d {
+            Value::Null => {}
+            Value::Array(items) => out.extend(items),
+            Value::Object(ref m)
+                if m.get("kind")
+                    .and_then(Value::as_str)
+                    .is_some_and(|k| k.ends_with("List"))
+                    && m.get("items").is_some() =>
+            {
+                if let Some(Value::Array(items)) = m.get("items") {
+                    out.extend(items.iter().cloned());
+                }
+            }
+            Value::Object(_) => out.push(d),
+            _ => {
+                return Err(invalid(format!(
+                    "{name}: document {} is not an object",
+                    i + 1
+                )));
+            }
+        }
+    }
+    if let Some(bad) = out
+        .iter()
+        .position(|v| !v.is_object() || v.get("kind").is_none())
+    {
+        return Err(invalid(format!(
+            "{name}: item {} is not a Kubernetes object (no kind)",
+            bad + 1
+        )));
+    }
+    Ok(out)
+}
+
+impl ObjectSet {
+    /// Load snapshot files.
+    pub fn from_snapshots(paths: &[std::path::PathBuf]) -> Result<ObjectSet> {
+        let mut objects = Vec::new();
+        for p in paths {
+            let text = read_input(p)?;
+            objects.extend(
+                parse_documents(&text, &p.display().to_string())?
+                    .into_iter()
+                    .map(Object::new),
+            );
+        }
+        Ok(ObjectSet { objects })
+    }
+
+    /// The embedded demo cluster.
+    pub fn demo() -> Result<ObjectSet> {
+        let mut objects = Vec::new();
+        for (name, text) in demo::DEMO {
+            objects.extend(parse_documents(text, name)?.into_iter().map(Object::new));
+        }
+        Ok(ObjectSet { objects })
+    }
+
+    /// Pods grouped by every uid of their controller owner chain (computed once, so each
+    /// workload gets its pods without scanning all of them).
+    pub fn pods_by_owner(&self, index: &OwnerIndex<'_>) -> HashMap<String, Vec<usize>> {
+        let mut map: HashMap<String, Vec<usize>> = HashMap::new();
+        for (i, o) in self.objects.iter().enumerate().filter(|(_, o)| o.is_pod()) {
+            for (uid, _) in index.chain(o) {
+                map.entry(uid.to_string()).or_default().push(i);
+            }
+        }
+        map
+    }
+}
+
+/// A parsed label selector: `k=v`, `k==v`, `k!=v`, `k`, `!k`, comma-separated.
+pub struct Selector(Vec<(String, Option<String>, bool)>);
+
+impl Selector {
+    /// Parse.
+    pub fn parse(s: &str) -> Result<Selector> {
+        let mut out = Vec::new();
+        for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            if let Some((k, v)) = part.split_once("!=") {
+                out.push((k.trim().to_string(), Some(v.trim().to_string()), false));
+            } else if let Some((k, v)) = part.split_once("==").or_else(|| part.split_once('=')) {
+                out.push((k.trim().to_string(), Some(v.trim().to_string()), true));
+            } else if let Some(k) = part.strip_prefix('!') {
+                out.push((k.trim().to_string(), None, false));
+            } else if part.contains(' ') {
+                return Err(crate::exit::usage(format!(
+                    "unsupported label selector {part:?} (use k=v, k!=v, k or !k)"
+                )));
+            } else {
+                out.push((part.to_string(), None, true));
+            }
+        }
+        Ok(Selector(out))
+    }
+
+    /// Does the object match?
+    pub fn matches(&self, o: &Object) -> bool {
+        self.0.iter().all(|(k, v, eq)| match (o.label(k), v) {
+            (got, None) => got.is_some() == *eq,
+            (got, Some(v)) => (got == Some(v.as_str())) == *eq,
+        })
+    }
+}

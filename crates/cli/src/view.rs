@@ -1,0 +1,249 @@
+//! The JSON/YAML output contract (see README "Output contract"). Field names here are what
+//! scripts rely on: add fields, never rename them.
+
+use serde::Serialize;
+use std::collections::BTreeMap;
+use wlmap_engine::{Definition, GpuPolicy, Node, Phase, Workload};
+
+/// `definition` block.
+#[derive(Serialize)]
+pub struct DefinitionRef {
+    /// Name.
+    pub name: String,
+    /// `catalog`, `cluster` or `file`.
+    pub origin: String,
+}
+
+/// `status` block.
+#[derive(Serialize)]
+pub struct StatusView {
+    /// Primary status.
+    pub phase: Phase,
+    /// Every matched status.
+    pub phases: Vec<Phase>,
+    /// Reason of the deciding condition.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Message of the deciding condition.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+/// `pods` block.
+#[derive(Serialize)]
+pub struct PodsView {
+    /// Desired from the spec.
+    pub desired: u64,
+    /// Observed (null in file mode without pods).
+    pub observed: Option<u64>,
+    /// Ready (null in file mode without pods).
+    pub ready: Option<u64>,
+}
+
+/// `resources` block of a workload.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResourcesView {
+    /// Desired GPUs.
+    pub gpus: f64,
+    /// Desired CPU in millicores.
+    pub cpu_millis: u64,
+    /// Desired memory in bytes.
+    pub memory_bytes: u64,
+    /// Extended resources by name.
+    pub extended: BTreeMap<String, f64>,
+}
+
+/// One row of `get`.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GetItem {
+    /// apiVersion.
+    pub api_version: String,
+    /// Kind.
+    pub kind: String,
+    /// Name.
+    pub name: String,
+    /// Namespace.
+    pub namespace: String,
+    /// Status.
+    pub status: StatusView,
+    /// Resources (gpus).
+    pub resources: GpuOnly,
+    /// Pods.
+    pub pods: PodsView,
+    /// Definition.
+    pub definition: DefinitionRef,
+    /// Components (names), root first.
+    pub components: Vec<String>,
+    /// Creation time.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub created: Option<String>,
+    /// An evaluation error, when the workload could not be resolved.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// `{gpus}`.
+#[derive(Serialize)]
+pub struct GpuOnly {
+    /// GPUs.
+    pub gpus: f64,
+}
+
+/// A pod in `describe`.
+#[derive(Serialize)]
+pub struct PodView {
+    /// Name.
+    pub name: String,
+    /// Phase.
+    pub phase: String,
+    /// Ready.
+    pub ready: bool,
+    /// Node.
+    pub node: Option<String>,
+    /// GPUs requested.
+    pub gpus: f64,
+}
+
+/// `replicas` of a node.
+#[derive(Serialize)]
+pub struct ReplicasView {
+    /// Desired.
+    pub desired: u64,
+    /// Ready pods (null when pods are unknown).
+    pub ready: Option<u64>,
+}
+
+/// A component node in `describe`.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeView {
+    /// Component name.
+    pub name: String,
+    /// Component kind (`group/version/Kind`).
+    pub kind: Option<String>,
+    /// Instance id.
+    pub instance: Option<String>,
+    /// Replica key.
+    pub replica: Option<String>,
+    /// Replicas.
+    pub replicas: ReplicasView,
+    /// Desired pods of the subtree.
+    pub desired_pods: u64,
+    /// Resources.
+    pub resources: GpuOnly,
+    /// Pods placed here.
+    pub pods: Vec<PodView>,
+    /// Children.
+    pub components: Vec<NodeView>,
+}
+
+/// `describe` output.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DescribeView {
+    /// apiVersion.
+    pub api_version: String,
+    /// Kind.
+    pub kind: String,
+    /// Name.
+    pub name: String,
+    /// Namespace.
+    pub namespace: String,
+    /// Definition.
+    pub definition: DefinitionRef,
+    /// Status.
+    pub status: StatusView,
+    /// Resources.
+    pub resources: ResourcesView,
+    /// Pods.
+    pub pods: PodsView,
+    /// The tree, root first.
+    pub components: Vec<NodeView>,
+    /// Pods of the workload no component claims.
+    pub unattributed_pods: Vec<String>,
+    /// How each status rule evaluated (with --explain).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub explain: Option<Vec<wlmap_engine::MatcherTrace>>,
+}
+
+/// Status block of a workload.
+pub fn status(w: &Workload) -> StatusView {
+    StatusView {
+        phase: w.status.phase,
+        phases: w.status.phases.clone(),
+        reason: w.status.reason.clone(),
+        message: w.status.message.clone(),
+    }
+}
+
+/// Pods block.
+pub fn pods(w: &Workload) -> PodsView {
+    PodsView {
+        desired: w.root.desired_pods,
+        observed: w.pods_observed.then(|| w.observed_pods()),
+        ready: w.pods_observed.then(|| w.ready_pods()),
+    }
+}
+
+/// Definition block.
+pub fn definition(d: &Definition) -> DefinitionRef {
+    DefinitionRef {
+        name: d.name(),
+        origin: d.origin().to_string(),
+    }
+}
+
+fn node(n: &Node, observed: bool, gpu: &GpuPolicy) -> NodeView {
+    NodeView {
+        name: n.component.clone(),
+        kind: n.kind.as_ref().map(|k| k.to_string()),
+        instance: n.instance.clone(),
+        replica: n.replica.clone(),
+        replicas: ReplicasView {
+            desired: n.replicas,
+            ready: observed.then(|| n.ready_pods()),
+        },
+        desired_pods: n.desired_pods,
+        resources: GpuOnly {
+            gpus: n.resources.gpus(gpu),
+        },
+        pods: n
+            .pods
+            .iter()
+            .map(|p| PodView {
+                name: p.name.clone(),
+                phase: p.phase.clone(),
+                ready: p.ready,
+                node: p.node.clone(),
+                gpus: p.gpus,
+            })
+            .collect(),
+        components: n.children.iter().map(|c| node(c, observed, gpu)).collect(),
+    }
+}
+
+/// The `describe` view.
+pub fn describe(d: &Definition, w: &Workload, explain: bool) -> DescribeView {
+    let gpu = GpuPolicy::default();
+    let r = &w.root.resources;
+    DescribeView {
+        api_version: w.api_version.clone(),
+        kind: w.kind.clone(),
+        name: w.name.clone(),
+        namespace: w.namespace.clone(),
+        definition: definition(d),
+        status: status(w),
+        resources: ResourcesView {
+            gpus: r.gpus(&gpu),
+            cpu_millis: r.cpu_millis(),
+            memory_bytes: r.memory_bytes(),
+            extended: r.extended(),
+        },
+        pods: pods(w),
+        components: vec![node(&w.root, w.pods_observed, &gpu)],
+        unattributed_pods: w.unattributed.iter().map(|p| p.name.clone()).collect(),
+        explain: explain.then(|| w.status.trace.clone()),
+    }
+}

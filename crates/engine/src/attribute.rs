@@ -1,0 +1,280 @@
+//! Pod attribution: place each pod of a workload under its component, instance and replica.
+//!
+//! Candidates are the pods whose controller owner chain reaches the workload (through the
+//! intermediate objects given: Jobs, ReplicaSets, StatefulSets...). Each candidate is placed by
+//! the definition's selectors, falling back to the kinds of its owners; a candidate no component
+//! claims is reported as unattributed, never dropped.
+
+use crate::definition::Definition;
+use crate::error::Result;
+use crate::object::Object;
+use crate::resolve::{Node, PodInfo, Workload, reference_values};
+use crate::resources::GpuPolicy;
+use std::collections::HashMap;
+use wlmap_expr::{Val, to_jq_string};
+
+/// How far owner chains are followed.
+pub const MAX_OWNER_DEPTH: usize = 16;
+
+/// An index of objects by uid, for owner-chain walks.
+///
+/// ```
+/// let objs = vec![wlmap_engine::Object::new(serde_json::json!({"kind": "Job", "metadata": {"uid": "j1"}}))];
+/// let ix = wlmap_engine::OwnerIndex::new(&objs);
+/// assert!(ix.get("j1").is_some());
+/// ```
+pub struct OwnerIndex<'a> {
+    by_uid: HashMap<&'a str, &'a Object>,
+}
+
+impl<'a> OwnerIndex<'a> {
+    /// Index objects by uid.
+    ///
+    /// ```
+    /// let ix = wlmap_engine::OwnerIndex::new(&[]);
+    /// assert!(ix.get("x").is_none());
+    /// ```
+    pub fn new(objects: &'a [Object]) -> Self {
+        OwnerIndex {
+            by_uid: objects
+                .iter()
+                .filter(|o| !o.uid().is_empty())
+                .map(|o| (o.uid(), o))
+                .collect(),
+        }
+    }
+
+    /// Look an object up by uid.
+    ///
+    /// ```
+    /// let ix = wlmap_engine::OwnerIndex::new(&[]);
+    /// assert!(ix.get("").is_none());
+    /// ```
+    pub fn get(&self, uid: &str) -> Option<&'a Object> {
+        self.by_uid.get(uid).copied()
+    }
+
+    /// The controller owner chain of an object: uids from its controller upwards, with the
+    /// objects found for them (None when an owner is not in the index).
+    ///
+    /// ```
+    /// let objs = vec![
+    ///   wlmap_engine::Object::new(serde_json::json!({"kind": "Job", "metadata": {"uid": "j1", "ownerReferences": [{"uid": "js", "controller": true}]}})),
+    ///   wlmap_engine::Object::new(serde_json::json!({"kind": "Pod", "metadata": {"uid": "p1", "ownerReferences": [{"uid": "j1", "controller": true}]}}))];
+    /// let ix = wlmap_engine::OwnerIndex::new(&objs);
+    /// let chain: Vec<&str> = ix.chain(&objs[1]).iter().map(|(u, _)| *u).collect();
+    /// assert_eq!(chain, vec!["j1", "js"]);
+    /// ```
+    pub fn chain(&self, obj: &'a Object) -> Vec<(&'a str, Option<&'a Object>)> {
+        let mut out = Vec::new();
+        let mut at = obj.controller_uid();
+        while let Some(uid) = at {
+            if out.len() >= MAX_OWNER_DEPTH || out.iter().any(|(u, _)| *u == uid) {
+                break;
+            }
+            let o = self.get(uid);
+            out.push((uid, o));
+            at = o.and_then(|o| o.controller_uid());
+        }
+        out
+    }
+}
+
+/// Attribute pods to a resolved workload. `objects` holds the pods and the intermediate
+/// objects of their owner chains (anything else is ignored). Observed pods, ready pods and
+/// unattributed pods are filled in.
+///
+/// ```
+/// let def = wlmap_engine::Definition::compile(wlmap_schema::Karta::example(), wlmap_engine::Origin::Catalog).unwrap();
+/// let pod = wlmap_engine::Object::new(serde_json::json!({"apiVersion": "v1", "kind": "Pod",
+///     "metadata": {"name": "p", "uid": "u"}, "spec": {}, "status": {"phase": "Running"}}));
+/// let mut w = wlmap_engine::resolve(&def, &pod).unwrap();
+/// wlmap_engine::attribute(&def, &mut w, &pod, &[pod.clone()]).unwrap();
+/// assert_eq!(w.observed_pods(), 1);
+/// ```
+pub fn attribute(
+    def: &Definition,
+    w: &mut Workload,
+    root: &Object,
+    objects: &[Object],
+) -> Result<()> {
+    let index = OwnerIndex::new(objects);
+    attribute_indexed(def, w, root, objects.iter().filter(|o| o.is_pod()), &index)
+}
+
+/// [`attribute`] with a prebuilt owner index and a pre-filtered list of pods, for callers that
+/// resolve many workloads over one object set (build the index once, pass each workload the
+/// pods whose owner chain reaches it).
+///
+/// ```
+/// let def = wlmap_engine::Definition::compile(wlmap_schema::Karta::example(), wlmap_engine::Origin::Catalog).unwrap();
+/// let pod = wlmap_engine::Object::new(serde_json::json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "uid": "u"}, "spec": {}}));
+/// let all = vec![pod.clone()];
+/// let ix = wlmap_engine::OwnerIndex::new(&all);
+/// let mut w = wlmap_engine::resolve(&def, &pod).unwrap();
+/// wlmap_engine::attribute_indexed(&def, &mut w, &pod, all.iter(), &ix).unwrap();
+/// assert_eq!(w.observed_pods(), 1);
+/// ```
+pub fn attribute_indexed<'a>(
+    def: &Definition,
+    w: &mut Workload,
+    root: &Object,
+    pods: impl IntoIterator<Item = &'a Object>,
+    index: &OwnerIndex<'a>,
+) -> Result<()> {
+    let gpu = GpuPolicy::default();
+    w.pods_observed = true;
+    let root_uid = root.uid();
+    // A Pod workload is its own pod.
+    if root.is_pod() {
+        w.root.pods.push(PodInfo::from_pod(root, &gpu));
+        return Ok(());
+    }
+    let vars = reference_values(def, root, &root.val(), &crate::resolve::NoReferences)?;
+    for pod in pods.into_iter().filter(|o| o.is_pod()) {
+        let chain = index.chain(pod);
+        let reaches = !root_uid.is_empty() && chain.iter().any(|(u, _)| *u == root_uid);
+        if !reaches {
+            continue;
+        }
+        let owner_kinds: Vec<&str> = chain
+            .iter()
+            .filter(|(u, _)| *u != root_uid)
+            .filter_map(|(_, o)| o.map(|o| o.kind()))
+            .collect();
+        let mut info = PodInfo::from_pod(pod, &gpu);
+        match place(def, &mut w.root, pod, &owner_kinds, &vars, &mut info)? {
+            true => {}
+            false => w.unattributed.push(info),
+        }
+    }
+    Ok(())
+}
+
+/// Does component `ci` claim the pod? `Some(true)` by its selector, `Some(false)` by fallback.
+fn claims(
+    def: &Definition,
+    ci: usize,
+    pod: &Object,
+    owner_kinds: &[&str],
+    sole: bool,
+    vars: &[Val],
+) -> Result<Option<bool>> {
+    let c = &def.components[ci];
+    let sel = c
+        .def
+        .pod_selector
+        .as_ref()
+        .and_then(|s| s.component_type_selector.as_ref());
+    match sel {
+        Some(t) => {
+            let mut ok = true;
+            if let Some(e) = &c.type_key {
+                let v = def
+                    .eval(
+                        e,
+                        &pod.val(),
+                        vars,
+                        &c.def.name,
+                        "componentTypeSelector.keyPath",
+                    )?
+                    .into_iter()
+                    .next();
+                ok &= match (&t.value, v) {
+                    (_, None) | (_, Some(Val::Null)) => false,
+                    (None, Some(Val::Bool(false))) => false,
+                    (None, Some(_)) => true,
+                    (Some(want), Some(got)) => to_jq_string(&got) == *want,
+                };
+            }
+            if let Some(ml) = &t.match_labels {
+                ok &= ml.iter().all(|(k, v)| pod.label(k) == Some(v.as_str()));
+            }
+            Ok(ok.then_some(true))
+        }
+        None => {
+            let by_kind = c
+                .def
+                .kind
+                .as_ref()
+                .is_some_and(|k| k.kind != "Pod" && owner_kinds.contains(&k.kind.as_str()));
+            Ok((sole || by_kind).then_some(false))
+        }
+    }
+}
+
+fn place(
+    def: &Definition,
+    root: &mut Node,
+    pod: &Object,
+    owner_kinds: &[&str],
+    vars: &[Val],
+    info: &mut PodInfo,
+) -> Result<bool> {
+    let bearing: Vec<usize> = (0..def.components.len())
+        .filter(|&i| def.components[i].spec.is_some())
+        .collect();
+    let sole = bearing.len() == 1;
+    let mut explicit = None;
+    let mut fallback = None;
+    for &ci in &bearing {
+        match claims(def, ci, pod, owner_kinds, sole, vars)? {
+            Some(true) if explicit.is_none() => explicit = Some(ci),
+            Some(false) if fallback.is_none() => fallback = Some(ci),
+            _ => {}
+        }
+    }
+    let Some(ci) = explicit.or(fallback) else {
+        return Ok(false);
+    };
+    // Components from the root down to ci.
+    let mut chain = vec![ci];
+    while let Some(p) = def.components[*chain.last().unwrap_or(&0)].parent {
+        if chain.contains(&p) {
+            break;
+        }
+        chain.push(p);
+    }
+    chain.reverse();
+    if chain.first() != Some(&0) {
+        return Ok(false);
+    }
+    // Keys the pod carries for every component on the way.
+    let mut keys = Vec::new();
+    for &k in &chain {
+        let c = &def.components[k];
+        let first = |e: &Option<wlmap_expr::Expr>, field: &str| -> Result<Option<String>> {
+            match e {
+                Some(e) => Ok(def
+                    .eval(e, &pod.val(), vars, &c.def.name, field)?
+                    .into_iter()
+                    .find(|v| !matches!(v, Val::Null))
+                    .map(|v| to_jq_string(&v))),
+                None => Ok(None),
+            }
+        };
+        keys.push((
+            first(&c.instance_key, "componentInstanceSelector.idPath")?,
+            first(&c.replica_key, "replicaSelector.keyPath")?,
+        ));
+    }
+    if let Some((_, r)) = keys.last() {
+        info.replica = r.clone();
+    }
+    let mut node = root;
+    for (depth, &k) in chain.iter().enumerate().skip(1) {
+        let (inst, rep) = &keys[depth];
+        let pos = node.children.iter().position(|n| {
+            n.component_index == k
+                && (n.instance.is_none() || inst.is_none() || n.instance == *inst)
+                && (n.replica.is_none() || n.replica == *rep)
+                && !(n.instance.is_some() && inst.is_none())
+        });
+        match pos {
+            Some(i) => node = &mut node.children[i],
+            None => return Ok(false),
+        }
+    }
+    node.pods.push(info.clone());
+    Ok(true)
+}

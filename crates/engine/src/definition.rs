@@ -1,0 +1,562 @@
+//! A compiled definition: every expression of a `Karta` compiled once, ready to evaluate.
+
+use crate::error::{Error, ExprField};
+use std::collections::BTreeMap;
+use wlmap_expr::{Expr, Limits};
+use wlmap_schema::{
+    ComponentDefinition, Finding, GroupVersionKind, Karta, Location, Severity, Source,
+    StatusMatcher,
+};
+
+/// Where a definition came from.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Origin {
+    /// Embedded in wlmap.
+    Catalog,
+    /// A `kartas.run.ai` object in the cluster.
+    Cluster,
+    /// A file given by the user.
+    File,
+}
+
+impl std::fmt::Display for Origin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Origin::Catalog => "catalog",
+            Origin::Cluster => "cluster",
+            Origin::File => "file",
+        })
+    }
+}
+
+/// The spec shape of a component, compiled.
+#[derive(Debug)]
+pub(crate) enum SpecShape {
+    Template(Expr),
+    PodSpec { spec: Expr, metadata: Option<Expr> },
+    Fragmented(Box<Fragments>),
+}
+
+/// Compiled fragmented paths.
+#[derive(Debug, Default)]
+pub(crate) struct Fragments {
+    pub scheduler_name: Option<Expr>,
+    pub labels: Option<Expr>,
+    pub annotations: Option<Expr>,
+    pub resources: Option<Expr>,
+    pub resource_claims: Option<Expr>,
+    pub pod_affinity: Option<Expr>,
+    pub node_affinity: Option<Expr>,
+    pub containers: Option<Expr>,
+    pub container: Option<Expr>,
+    pub priority_class_name: Option<Expr>,
+    pub image: Option<Expr>,
+}
+
+/// One compiled component.
+#[derive(Debug)]
+pub(crate) struct Component {
+    pub def: ComponentDefinition,
+    pub parent: Option<usize>,
+    pub children: Vec<usize>,
+    pub spec: Option<SpecShape>,
+    pub replicas: Option<Expr>,
+    pub min_replicas: Option<Expr>,
+    pub max_replicas: Option<Expr>,
+    pub instance_ids: Option<Expr>,
+    pub type_key: Option<Expr>,
+    pub instance_key: Option<Expr>,
+    pub replica_key: Option<Expr>,
+}
+
+/// A compiled status matcher.
+#[derive(Debug)]
+pub(crate) struct Matcher {
+    pub def: StatusMatcher,
+    pub expression: Option<Expr>,
+}
+
+/// Compiled status definition.
+#[derive(Debug)]
+pub(crate) struct StatusRules {
+    pub phase: Option<Expr>,
+    pub conditions: Option<Expr>,
+    pub type_field: String,
+    pub status_field: String,
+    pub reason_field: String,
+    pub message_field: String,
+    /// (status, matchers) in precedence order.
+    pub mappings: Vec<(crate::Phase, Vec<Matcher>)>,
+}
+
+/// Compiled gang member (deprecated `podGroups`).
+#[derive(Debug)]
+pub(crate) struct GangMember {
+    pub component: usize,
+    pub keys: Vec<Expr>,
+    pub filters: Vec<Expr>,
+}
+
+/// Compiled reference (wlmap extension).
+#[derive(Debug)]
+pub(crate) struct CompiledReference {
+    pub def: wlmap_schema::Reference,
+    pub name_path: Expr,
+    pub namespace_path: Option<Expr>,
+}
+
+/// A definition with every expression compiled once. Cheap to share (`Send + Sync`).
+///
+/// ```
+/// let def = wlmap_engine::Definition::compile(wlmap_schema::Karta::example(), wlmap_engine::Origin::Catalog).unwrap();
+/// assert_eq!(def.root_gvk().kind, "Pod");
+/// ```
+#[derive(Debug)]
+pub struct Definition {
+    pub(crate) karta: Karta,
+    pub(crate) origin: Origin,
+    pub(crate) components: Vec<Component>,
+    pub(crate) status: Option<StatusRules>,
+    pub(crate) gang_members: Vec<(String, Vec<GangMember>)>,
+    pub(crate) references: Vec<CompiledReference>,
+    pub(crate) limits: Limits,
+}
+
+/// Variables every expression may read: `$parentInstance` and the references.
+pub(crate) fn var_names(k: &Karta) -> Vec<String> {
+    std::iter::once("parentInstance".to_string())
+        .chain(k.spec.references.iter().map(|r| r.name.clone()))
+        .collect()
+}
+
+struct Compiler<'a> {
+    vars: Vec<&'a str>,
+    findings: Vec<Finding>,
+}
+
+impl Compiler<'_> {
+    fn expr(
+        &mut self,
+        component: Option<&str>,
+        field: &str,
+        text: Option<&String>,
+    ) -> Option<Expr> {
+        let text = text?;
+        match Expr::compile_with_vars(text, &self.vars) {
+            Ok(e) => Some(e),
+            Err(e) => {
+                let near: String = text[e.span.start.min(text.len())..]
+                    .chars()
+                    .take(30)
+                    .collect();
+                self.findings.push(Finding::error(
+                    component,
+                    field,
+                    Some(text),
+                    format!(
+                        "{field}: {} (byte {} of the expression)",
+                        e.message, e.span.start
+                    ),
+                    format!(
+                        "fix the jq expression near `{}`",
+                        near.lines().next().unwrap_or_default()
+                    ),
+                ));
+                None
+            }
+        }
+    }
+}
+
+impl Definition {
+    /// Validate and compile a definition. Errors carry every finding (structure and
+    /// expressions); warnings do not stop compilation.
+    ///
+    /// ```
+    /// let mut k = wlmap_schema::Karta::example();
+    /// k.spec.structure_definition.root_component.spec_definition.as_mut().unwrap().pod_template_spec_path = Some(".spec |".into());
+    /// let err = wlmap_engine::Definition::compile(k, wlmap_engine::Origin::File).unwrap_err();
+    /// assert!(err.to_string().contains("podTemplateSpecPath"));
+    /// ```
+    pub fn compile(karta: Karta, origin: Origin) -> Result<Definition, Error> {
+        let (def, findings) = Self::compile_with_findings(karta, origin);
+        match def {
+            Some(d) => Ok(d),
+            None => Err(Error::InvalidDefinition {
+                findings: findings
+                    .into_iter()
+                    .filter(|f| f.severity == Severity::Error)
+                    .collect(),
+            }),
+        }
+    }
+
+    /// Every finding of a definition (structure and expressions), located in its source when
+    /// given. This is what `wlmap validate` prints.
+    ///
+    /// ```
+    /// let text = "apiVersion: run.ai/v1alpha1\nkind: Karta\nmetadata: {name: x}\nspec:\n  structureDefinition:\n    rootComponent:\n      name: x\n      kind: {group: a.io, version: v1, kind: X}\n      scaleDefinition: {replicasPath: '.spec.replicas +'}\n      statusDefinition: {statusMappings: {running: [{byExpression: {expression: 'true', expectedResult: 'true'}}]}}\n";
+    /// let k = wlmap_schema::decode_one(text, "x.yaml").unwrap();
+    /// let f = wlmap_engine::Definition::check(&k, Some(&wlmap_schema::Source { file: "x.yaml", text }));
+    /// assert_eq!(f[0].1.as_ref().unwrap().line, 9);
+    /// ```
+    pub fn check(karta: &Karta, source: Option<&Source>) -> Vec<(Finding, Option<Location>)> {
+        let (_, findings) = Self::compile_with_findings(karta.clone(), Origin::File);
+        findings
+            .into_iter()
+            .map(|f| {
+                let loc = source.and_then(|s| {
+                    let comp = f.field.component.as_ref().map(|c| format!("name: {c}"));
+                    let needles: Vec<&str> = [
+                        comp.as_deref(),
+                        Some(f.field.field.as_str()),
+                        f.field.value.as_deref(),
+                    ]
+                    .into_iter()
+                    .flatten()
+                    .collect();
+                    s.find(&needles)
+                        .or_else(|| s.find(&needles[..needles.len().saturating_sub(1)]))
+                        .or_else(|| s.find(&[f.field.field.as_str()]))
+                });
+                (f, loc)
+            })
+            .collect()
+    }
+
+    fn compile_with_findings(karta: Karta, origin: Origin) -> (Option<Definition>, Vec<Finding>) {
+        let mut findings = wlmap_schema::validate(&karta);
+        let names = var_names(&karta);
+        let mut c = Compiler {
+            vars: names.iter().map(String::as_str).collect(),
+            findings: Vec::new(),
+        };
+        let index: BTreeMap<&str, usize> = karta
+            .components()
+            .enumerate()
+            .map(|(i, d)| (d.name.as_str(), i))
+            .collect();
+        let mut components: Vec<Component> = Vec::new();
+        for d in karta.components() {
+            let n = Some(d.name.as_str());
+            let spec = d.spec_definition.as_ref().and_then(|s| {
+                if let Some(p) = &s.pod_template_spec_path {
+                    c.expr(n, "podTemplateSpecPath", Some(p))
+                        .map(SpecShape::Template)
+                } else if let Some(p) = &s.pod_spec_path {
+                    let spec = c.expr(n, "podSpecPath", Some(p));
+                    let metadata = c.expr(n, "metadataPath", s.metadata_path.as_ref());
+                    spec.map(|spec| SpecShape::PodSpec { spec, metadata })
+                } else {
+                    s.fragmented_pod_spec_definition.as_ref().map(|f| {
+                        SpecShape::Fragmented(Box::new(Fragments {
+                            scheduler_name: c.expr(
+                                n,
+                                "schedulerNamePath",
+                                f.scheduler_name_path.as_ref(),
+                            ),
+                            labels: c.expr(n, "labelsPath", f.labels_path.as_ref()),
+                            annotations: c.expr(n, "annotationsPath", f.annotations_path.as_ref()),
+                            resources: c.expr(n, "resourcesPath", f.resources_path.as_ref()),
+                            resource_claims: c.expr(
+                                n,
+                                "resourceClaimsPath",
+                                f.resource_claims_path.as_ref(),
+                            ),
+                            pod_affinity: c.expr(
+                                n,
+                                "podAffinityPath",
+                                f.pod_affinity_path.as_ref(),
+                            ),
+                            node_affinity: c.expr(
+                                n,
+                                "nodeAffinityPath",
+                                f.node_affinity_path.as_ref(),
+                            ),
+                            containers: c.expr(n, "containersPath", f.containers_path.as_ref()),
+                            container: c.expr(n, "containerPath", f.container_path.as_ref()),
+                            priority_class_name: c.expr(
+                                n,
+                                "priorityClassNamePath",
+                                f.priority_class_name_path.as_ref(),
+                            ),
+                            image: c.expr(n, "imagePath", f.image_path.as_ref()),
+                        }))
+                    })
+                }
+            });
+            let scale = d.scale_definition.as_ref();
+            let sel = d.pod_selector.as_ref();
+            components.push(Component {
+                def: d.clone(),
+                parent: d.owner_ref.as_deref().and_then(|p| index.get(p).copied()),
+                children: Vec::new(),
+                spec,
+                replicas: c.expr(
+                    n,
+                    "replicasPath",
+                    scale.and_then(|s| s.replicas_path.as_ref()),
+                ),
+                min_replicas: c.expr(
+                    n,
+                    "minReplicasPath",
+                    scale.and_then(|s| s.min_replicas_path.as_ref()),
+                ),
+                max_replicas: c.expr(
+                    n,
+                    "maxReplicasPath",
+                    scale.and_then(|s| s.max_replicas_path.as_ref()),
+                ),
+                instance_ids: c.expr(n, "instanceIdPath", d.instance_id_path.as_ref()),
+                type_key: c.expr(
+                    n,
+                    "keyPath",
+                    sel.and_then(|s| s.component_type_selector.as_ref())
+                        .and_then(|t| t.key_path.as_ref()),
+                ),
+                instance_key: c.expr(
+                    n,
+                    "idPath",
+                    sel.and_then(|s| s.component_instance_selector.as_ref())
+                        .map(|s| &s.id_path),
+                ),
+                replica_key: c.expr(
+                    n,
+                    "keyPath",
+                    sel.and_then(|s| s.replica_selector.as_ref())
+                        .map(|s| &s.key_path),
+                ),
+            });
+            if let Some(sd) = &d.suspend_definition {
+                for a in sd.suspend_actions.iter().chain(&sd.resume_actions) {
+                    c.expr(n, "path", Some(&a.path));
+                }
+            }
+        }
+        for i in 0..components.len() {
+            if let Some(p) = components[i].parent
+                && p != i
+            {
+                components[p].children.push(i);
+            }
+        }
+        let root_name = karta.root().name.clone();
+        let status = karta.root().status_definition.as_ref().map(|sd| {
+            let n = Some(root_name.as_str());
+            let cd = sd.conditions_definition.as_ref();
+            let m = &sd.status_mappings;
+            let mut compile_list = |list: &Vec<StatusMatcher>| -> Vec<Matcher> {
+                list.iter()
+                    .map(|mm| Matcher {
+                        def: mm.clone(),
+                        expression: c.expr(
+                            n,
+                            "expression",
+                            mm.by_expression.as_ref().map(|e| &e.expression),
+                        ),
+                    })
+                    .collect()
+            };
+            use crate::Phase::*;
+            let mappings = vec![
+                (Failed, compile_list(&m.failed)),
+                (Completed, compile_list(&m.completed)),
+                (Suspending, compile_list(&m.suspending)),
+                (Resuming, compile_list(&m.resuming)),
+                (Suspended, compile_list(&m.suspended)),
+                (Degraded, compile_list(&m.degraded)),
+                (Running, compile_list(&m.running)),
+                (Initializing, compile_list(&m.initializing)),
+            ];
+            StatusRules {
+                phase: c.expr(n, "path", sd.phase_definition.as_ref().map(|p| &p.path)),
+                conditions: c.expr(n, "path", cd.map(|p| &p.path)),
+                type_field: cd
+                    .and_then(|d| d.type_field_name.clone())
+                    .unwrap_or_else(|| "type".into()),
+                status_field: cd
+                    .and_then(|d| d.status_field_name.clone())
+                    .unwrap_or_else(|| "status".into()),
+                reason_field: cd
+                    .and_then(|d| d.reason_field_name.clone())
+                    .unwrap_or_else(|| "reason".into()),
+                message_field: cd
+                    .and_then(|d| d.message_field_name.clone())
+                    .unwrap_or_else(|| "message".into()),
+                mappings,
+            }
+        });
+        let mut gang_members = Vec::new();
+        if let Some(g) = karta
+            .spec
+            .optimization_instructions
+            .as_ref()
+            .and_then(|o| o.gang_scheduling.as_ref())
+        {
+            for pg in &g.pod_groups {
+                let mut members = Vec::new();
+                for m in &pg.members {
+                    let Some(&ci) = index.get(m.component_name.as_str()) else {
+                        continue;
+                    };
+                    let keys = m
+                        .group_by_key_paths
+                        .iter()
+                        .filter_map(|k| c.expr(Some(&m.component_name), "groupByKeyPaths", Some(k)))
+                        .collect();
+                    let filters = m
+                        .filters
+                        .iter()
+                        .filter_map(|k| c.expr(Some(&m.component_name), "filters", Some(k)))
+                        .collect();
+                    members.push(GangMember {
+                        component: ci,
+                        keys,
+                        filters,
+                    });
+                }
+                gang_members.push((pg.name.clone(), members));
+            }
+        }
+        let references = karta
+            .spec
+            .references
+            .iter()
+            .filter_map(|r| {
+                let name_path = c.expr(None, "namePath", Some(&r.name_path))?;
+                let namespace_path = c.expr(None, "namespacePath", r.namespace_path.as_ref());
+                Some(CompiledReference {
+                    def: r.clone(),
+                    name_path,
+                    namespace_path,
+                })
+            })
+            .collect();
+        findings.extend(c.findings);
+        if findings.iter().any(|f| f.severity == Severity::Error) {
+            return (None, findings);
+        }
+        let def = Definition {
+            karta,
+            origin,
+            components,
+            status,
+            gang_members,
+            references,
+            limits: Limits::default(),
+        };
+        (Some(def), findings)
+    }
+
+    /// The definition's name.
+    ///
+    /// ```
+    /// # let def = wlmap_engine::Definition::compile(wlmap_schema::Karta::example(), wlmap_engine::Origin::Catalog).unwrap();
+    /// assert_eq!(def.name(), "core-pod-v1");
+    /// ```
+    pub fn name(&self) -> String {
+        self.karta.name()
+    }
+
+    /// Where it came from.
+    ///
+    /// ```
+    /// # let def = wlmap_engine::Definition::compile(wlmap_schema::Karta::example(), wlmap_engine::Origin::Catalog).unwrap();
+    /// assert_eq!(def.origin(), &wlmap_engine::Origin::Catalog);
+    /// ```
+    pub fn origin(&self) -> &Origin {
+        &self.origin
+    }
+
+    /// The source definition.
+    ///
+    /// ```
+    /// # let def = wlmap_engine::Definition::compile(wlmap_schema::Karta::example(), wlmap_engine::Origin::Catalog).unwrap();
+    /// assert_eq!(def.karta().kind, "Karta");
+    /// ```
+    pub fn karta(&self) -> &Karta {
+        &self.karta
+    }
+
+    /// The kind of workload it describes.
+    ///
+    /// ```
+    /// # let def = wlmap_engine::Definition::compile(wlmap_schema::Karta::example(), wlmap_engine::Origin::Catalog).unwrap();
+    /// assert_eq!(def.root_gvk().version, "v1");
+    /// ```
+    pub fn root_gvk(&self) -> GroupVersionKind {
+        self.karta.root().kind.clone().unwrap_or_default()
+    }
+
+    /// Component names, root first.
+    ///
+    /// ```
+    /// # let def = wlmap_engine::Definition::compile(wlmap_schema::Karta::example(), wlmap_engine::Origin::Catalog).unwrap();
+    /// assert_eq!(def.component_names(), vec!["pod"]);
+    /// ```
+    pub fn component_names(&self) -> Vec<&str> {
+        self.components
+            .iter()
+            .map(|c| c.def.name.as_str())
+            .collect()
+    }
+
+    /// Kinds of the objects the workload creates (component kinds and additional child kinds),
+    /// excluding the root; used to walk owner chains and to hide owned objects in listings.
+    ///
+    /// ```
+    /// # let def = wlmap_engine::Definition::compile(wlmap_schema::Karta::example(), wlmap_engine::Origin::Catalog).unwrap();
+    /// assert!(def.child_kinds().is_empty());
+    /// ```
+    pub fn child_kinds(&self) -> Vec<GroupVersionKind> {
+        let mut out: Vec<GroupVersionKind> = self
+            .components
+            .iter()
+            .skip(1)
+            .filter_map(|c| c.def.kind.clone())
+            .chain(
+                self.karta
+                    .spec
+                    .structure_definition
+                    .additional_child_kinds
+                    .iter()
+                    .cloned(),
+            )
+            .collect();
+        out.sort();
+        out.dedup();
+        out
+    }
+
+    /// Change the evaluation limits (steps, outputs, time) of every expression.
+    ///
+    /// ```
+    /// # let mut def = wlmap_engine::Definition::compile(wlmap_schema::Karta::example(), wlmap_engine::Origin::Catalog).unwrap();
+    /// def.set_limits(wlmap_expr::Limits { max_steps: 10, ..Default::default() });
+    /// ```
+    pub fn set_limits(&mut self, limits: Limits) {
+        self.limits = limits;
+    }
+
+    /// Evaluate one expression of the definition with error context.
+    pub(crate) fn eval(
+        &self,
+        e: &Expr,
+        input: &wlmap_expr::Val,
+        vars: &[wlmap_expr::Val],
+        component: &str,
+        field: &str,
+    ) -> Result<Vec<wlmap_expr::Val>, Error> {
+        e.eval(input, vars, &self.limits)
+            .map_err(|source| Error::Evaluation {
+                at: Box::new(ExprField {
+                    definition: self.name(),
+                    component: component.to_string(),
+                    field: field.to_string(),
+                    expression: e.text().to_string(),
+                }),
+                source,
+            })
+    }
+}

@@ -1,0 +1,355 @@
+//! Gang scheduling: pod groups computed from a definition's `gangScheduling` instructions.
+//!
+//! Rules (documented in README "Gang groups"):
+//! - `podGroup`: one group per workload, named `<workload>-<podGroup.name>`, with one sub-group
+//!   per node of each listed component (per parent instance and replica copy). A sub-group's
+//!   `minMember` is the desired pod count of its node's subtree; the group's `minMember` is the
+//!   sum of its sub-groups (or the workload's desired pods when it lists none).
+//! - `podGroups` (deprecated): a member component's pods form one group per *scope*: the
+//!   nearest expanded replica copy above (or at) the component, else the whole workload. This
+//!   is the prediction; with pods, `groupByKeyPaths` and `filters` are evaluated on each pod
+//!   and pods are grouped by their keys (each key must yield exactly one non-empty value).
+//! - A component scaled to zero gives `minMember: 0`; a component without scale counts 1 pod.
+//! - Names are lowercase DNS labels of at most 63 characters; longer names are cut and end
+//!   in a stable hash, so two groups of one workload never share a name.
+
+use crate::definition::Definition;
+use crate::error::{Error, ExprField, Result};
+use crate::object::Object;
+use crate::resolve::{Node, Workload};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use wlmap_expr::{Val, to_jq_string};
+use wlmap_schema::TopologyConstraint;
+
+/// A sub-group of a pod group.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SubGroupOut {
+    /// Name, unique within the workload.
+    pub name: String,
+    /// Pods that must be scheduled together.
+    pub min_member: u64,
+    /// The component node this sub-group stands for.
+    pub component: String,
+    /// Pod names (observed mode).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub members: Vec<String>,
+    /// Topology constraint.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub topology: Option<TopologyConstraint>,
+}
+
+/// A gang: pods that must be scheduled all together or not at all.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PodGroup {
+    /// Name, unique within the workload, at most 63 characters.
+    pub name: String,
+    /// Minimum number of pods.
+    pub min_member: u64,
+    /// Sub-groups.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub sub_groups: Vec<SubGroupOut>,
+    /// Pod names (observed mode).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub members: Vec<String>,
+    /// Topology constraint.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub topology: Option<TopologyConstraint>,
+    /// In observed mode: fewer member pods than `minMember`.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub incomplete: bool,
+}
+
+/// Make a Kubernetes-safe name of at most 63 characters, stable for the same input.
+///
+/// ```
+/// let n = wlmap_engine::gang_name(&["My_Job", "workers[0]"]);
+/// assert_eq!(n, "my-job-workers-0");
+/// assert!(wlmap_engine::gang_name(&[&"x".repeat(100)]).len() <= 63);
+/// ```
+pub fn gang_name(parts: &[&str]) -> String {
+    let raw = parts
+        .iter()
+        .filter(|p| !p.is_empty())
+        .copied()
+        .collect::<Vec<_>>()
+        .join("-");
+    let mut s: String = raw
+        .to_lowercase()
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    while s.contains("--") {
+        s = s.replace("--", "-");
+    }
+    let s = s.trim_matches('-').to_string();
+    if s.len() <= 63 {
+        return s;
+    }
+    // FNV-1a of the full raw name keeps cut names distinct and stable.
+    let mut h: u64 = 0xcbf29ce484222325;
+    for b in raw.bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x100000001b3);
+    }
+    format!(
+        "{}-{:010x}",
+        s[..52].trim_end_matches('-'),
+        h & 0xff_ffff_ffff
+    )
+}
+
+/// Compute the gang groups of a resolved workload. With `pods` (observed mode) members are
+/// filled and `podGroups` keys are evaluated on the pods; without, groups are predicted from
+/// the spec alone.
+///
+/// ```
+/// let def = wlmap_engine::Definition::compile(wlmap_schema::Karta::example(), wlmap_engine::Origin::Catalog).unwrap();
+/// let pod = wlmap_engine::Object::new(serde_json::json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {}}));
+/// let w = wlmap_engine::resolve(&def, &pod).unwrap();
+/// assert!(wlmap_engine::gangs(&def, &w, None).unwrap().is_empty()); // no instructions
+/// ```
+pub fn gangs(def: &Definition, w: &Workload, pods: Option<&[Object]>) -> Result<Vec<PodGroup>> {
+    let Some(g) = def
+        .karta
+        .spec
+        .optimization_instructions
+        .as_ref()
+        .and_then(|o| o.gang_scheduling.as_ref())
+    else {
+        return Ok(vec![]);
+    };
+    let mut out = Vec::new();
+    if let Some(pg) = &g.pod_group {
+        let gname = gang_name(&[&w.name, &pg.name]);
+        let mut subs = Vec::new();
+        for s in &pg.sub_groups {
+            for n in w.root.walk().filter(|n| n.component == s.component_name) {
+                let seg = if n.path.is_empty() {
+                    n.segment()
+                } else {
+                    n.path.clone()
+                };
+                subs.push(SubGroupOut {
+                    name: gang_name(&[&gname, &seg]),
+                    min_member: n.desired_pods,
+                    component: n.path.clone(),
+                    members: n.all_pods().map(|p| p.name.clone()).collect(),
+                    topology: s.topology.clone(),
+                });
+            }
+        }
+        let min = if subs.is_empty() {
+            w.root.desired_pods
+        } else {
+            subs.iter().map(|s| s.min_member).sum()
+        };
+        let members: Vec<String> = if pods.is_some() {
+            w.root.all_pods().map(|p| p.name.clone()).collect()
+        } else {
+            vec![]
+        };
+        if pods.is_none() {
+            for s in &mut subs {
+                s.members.clear();
+            }
+        }
+        let incomplete = pods.is_some() && (members.len() as u64) < min;
+        out.push(PodGroup {
+            name: gname,
+            min_member: min,
+            sub_groups: subs,
+            members,
+            topology: pg.topology.clone(),
+            incomplete,
+        });
+    }
+    for (gi, (group_name, members)) in def.gang_members.iter().enumerate() {
+        let member_comps: Vec<usize> = members.iter().map(|m| m.component).collect();
+        // Predicted groups: one per scope.
+        let mut predicted: BTreeMap<String, u64> = BTreeMap::new();
+        let mut order: Vec<String> = Vec::new();
+        collect_scopes(
+            def,
+            &w.root,
+            None,
+            &member_comps,
+            &mut predicted,
+            &mut order,
+        );
+        let name_of = |scope: &str| {
+            if scope.is_empty() {
+                gang_name(&[&w.name, group_name])
+            } else {
+                gang_name(&[&w.name, group_name, scope])
+            }
+        };
+        if pods.is_none() {
+            for scope in &order {
+                out.push(PodGroup {
+                    name: name_of(scope),
+                    min_member: predicted[scope],
+                    sub_groups: vec![],
+                    members: vec![],
+                    topology: None,
+                    incomplete: false,
+                });
+            }
+            continue;
+        }
+        // Observed: evaluate keys and filters on each attributed pod.
+        let by_name: BTreeMap<&str, &Object> = pods
+            .unwrap_or(&[])
+            .iter()
+            .filter(|o| o.is_pod())
+            .map(|o| (o.name(), o))
+            .collect();
+        let mut groups: Vec<(Vec<String>, String, Vec<String>)> = Vec::new(); // (keys, scope, pods)
+        let mut placed = Vec::new();
+        pods_with_scope(&w.root, None, &mut placed);
+        for (node, scope, pod_name) in placed {
+            let Some(m) = effective_member(def, &members[..], node.component_index) else {
+                continue;
+            };
+            let Some(pod) = by_name.get(pod_name.as_str()) else {
+                continue;
+            };
+            let val = pod.val();
+            let cname = &def.components[m.component].def.name;
+            let mut pass = true;
+            for f in &m.filters {
+                let out = def.eval(f, &val, &[Val::Null], cname, "filters")?;
+                pass &= matches!(out.first(), Some(Val::Bool(true)));
+            }
+            if !pass {
+                continue;
+            }
+            let mut keys = Vec::new();
+            for k in &m.keys {
+                let out = def.eval(k, &val, &[Val::Null], cname, "groupByKeyPaths")?;
+                let vals: Vec<String> = out
+                    .iter()
+                    .filter(|v| !matches!(v, Val::Null))
+                    .map(to_jq_string)
+                    .filter(|s| !s.is_empty())
+                    .collect();
+                if vals.len() != 1 {
+                    return Err(Error::Shape {
+                        definition: def.name(),
+                        component: cname.clone(),
+                        message: format!(
+                            "groupByKeyPaths `{}` must yield exactly one non-empty value on pod {}, got {}",
+                            k.text(),
+                            pod_name,
+                            vals.len()
+                        ),
+                    });
+                }
+                keys.extend(vals);
+            }
+            match groups.iter_mut().find(|(k, _, _)| *k == keys) {
+                Some(gr) => gr.2.push(pod_name.clone()),
+                None => groups.push((keys, scope.clone(), vec![pod_name.clone()])),
+            }
+        }
+        let mut used: BTreeMap<String, usize> = BTreeMap::new();
+        for (_, scope, pods) in groups {
+            let mut name = name_of(&scope);
+            let n = used.entry(name.clone()).or_insert(0);
+            *n += 1;
+            if *n > 1 {
+                name = gang_name(&[&name, &n.to_string()]);
+            }
+            let min = predicted.get(&scope).copied().unwrap_or(pods.len() as u64);
+            out.push(PodGroup {
+                incomplete: (pods.len() as u64) < min,
+                name,
+                min_member: min,
+                sub_groups: vec![],
+                members: pods,
+                topology: None,
+            });
+        }
+        let _ = gi;
+        let _ = ExprField {
+            definition: String::new(),
+            component: String::new(),
+            field: String::new(),
+            expression: String::new(),
+        };
+    }
+    Ok(out)
+}
+
+/// The member a pod of component `ci` belongs to: the first member naming it, else the first
+/// naming its nearest ancestor.
+fn effective_member<'a>(
+    def: &Definition,
+    members: &'a [crate::definition::GangMember],
+    ci: usize,
+) -> Option<&'a crate::definition::GangMember> {
+    let mut at = Some(ci);
+    while let Some(c) = at {
+        if let Some(m) = members.iter().find(|m| m.component == c) {
+            return Some(m);
+        }
+        at = def.components[c].parent;
+    }
+    None
+}
+
+fn in_member(def: &Definition, ci: usize, member_comps: &[usize]) -> bool {
+    let mut at = Some(ci);
+    while let Some(c) = at {
+        if member_comps.contains(&c) {
+            return true;
+        }
+        at = def.components[c].parent;
+    }
+    false
+}
+
+fn collect_scopes(
+    def: &Definition,
+    n: &Node,
+    scope: Option<&str>,
+    member_comps: &[usize],
+    acc: &mut BTreeMap<String, u64>,
+    order: &mut Vec<String>,
+) {
+    let scope = if n.replica.is_some() {
+        Some(n.path.as_str())
+    } else {
+        scope
+    };
+    if n.has_pod_spec && in_member(def, n.component_index, member_comps) {
+        let key = scope.unwrap_or("").to_string();
+        if !acc.contains_key(&key) {
+            order.push(key.clone());
+        }
+        *acc.entry(key).or_insert(0) += if n.template.is_some() { n.replicas } else { 0 };
+    }
+    for c in &n.children {
+        collect_scopes(def, c, scope, member_comps, acc, order);
+    }
+}
+
+fn pods_with_scope<'a>(
+    n: &'a Node,
+    scope: Option<&str>,
+    out: &mut Vec<(&'a Node, String, String)>,
+) {
+    let scope = if n.replica.is_some() {
+        Some(n.path.as_str())
+    } else {
+        scope
+    };
+    for p in &n.pods {
+        out.push((n, scope.unwrap_or("").to_string(), p.name.clone()));
+    }
+    for c in &n.children {
+        pods_with_scope(c, scope, out);
+    }
+}

@@ -1,0 +1,188 @@
+//! Kubernetes objects as the engine sees them: JSON plus a jaq value made once and shared.
+
+use serde_json::Value;
+use std::sync::Arc;
+use wlmap_expr::Val;
+use wlmap_schema::GroupVersionKind;
+
+/// One Kubernetes object (workload, intermediate owner or pod).
+///
+/// The jaq value of the object is built on first use and then shared by every expression, so
+/// an object is converted at most once however many expressions read it.
+///
+/// ```
+/// let o = wlmap_engine::Object::new(serde_json::json!({
+///     "apiVersion": "v1", "kind": "Pod",
+///     "metadata": {"name": "p", "namespace": "ml", "uid": "u1"}}));
+/// assert_eq!(o.name(), "p");
+/// assert_eq!(o.gvk().kind, "Pod");
+/// ```
+#[derive(Clone)]
+pub struct Object {
+    json: Arc<Value>,
+    val: Arc<std::sync::OnceLock<Val>>,
+}
+
+impl std::fmt::Debug for Object {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.gvk(), self.name())
+    }
+}
+
+impl Object {
+    /// Wrap a JSON object.
+    ///
+    /// ```
+    /// let o = wlmap_engine::Object::new(serde_json::json!({"kind": "Job"}));
+    /// assert_eq!(o.kind(), "Job");
+    /// ```
+    pub fn new(json: Value) -> Self {
+        Object {
+            json: Arc::new(json),
+            val: Arc::new(std::sync::OnceLock::new()),
+        }
+    }
+
+    /// The JSON.
+    ///
+    /// ```
+    /// let o = wlmap_engine::Object::new(serde_json::json!({"kind": "Job"}));
+    /// assert_eq!(o.json()["kind"], "Job");
+    /// ```
+    pub fn json(&self) -> &Value {
+        &self.json
+    }
+
+    /// The jaq value (converted once).
+    ///
+    /// ```
+    /// let o = wlmap_engine::Object::new(serde_json::json!({"a": 1}));
+    /// assert_eq!(wlmap_expr::from_val(&o.val()), serde_json::json!({"a": 1}));
+    /// ```
+    pub fn val(&self) -> Val {
+        self.val
+            .get_or_init(|| wlmap_expr::to_val(&self.json))
+            .clone()
+    }
+
+    fn str_at(&self, a: &str, b: &str) -> &str {
+        self.json
+            .get(a)
+            .and_then(|m| m.get(b))
+            .and_then(Value::as_str)
+            .unwrap_or("")
+    }
+
+    /// `metadata.name`.
+    ///
+    /// ```
+    /// let o = wlmap_engine::Object::new(serde_json::json!({"metadata": {"name": "a"}}));
+    /// assert_eq!(o.name(), "a");
+    /// ```
+    pub fn name(&self) -> &str {
+        self.str_at("metadata", "name")
+    }
+
+    /// `metadata.namespace` (empty for cluster-scoped objects).
+    ///
+    /// ```
+    /// let o = wlmap_engine::Object::new(serde_json::json!({"metadata": {"namespace": "ml"}}));
+    /// assert_eq!(o.namespace(), "ml");
+    /// ```
+    pub fn namespace(&self) -> &str {
+        self.str_at("metadata", "namespace")
+    }
+
+    /// `metadata.uid`.
+    ///
+    /// ```
+    /// let o = wlmap_engine::Object::new(serde_json::json!({"metadata": {"uid": "x"}}));
+    /// assert_eq!(o.uid(), "x");
+    /// ```
+    pub fn uid(&self) -> &str {
+        self.str_at("metadata", "uid")
+    }
+
+    /// `kind`.
+    ///
+    /// ```
+    /// assert_eq!(wlmap_engine::Object::new(serde_json::json!({"kind": "Pod"})).kind(), "Pod");
+    /// ```
+    pub fn kind(&self) -> &str {
+        self.json.get("kind").and_then(Value::as_str).unwrap_or("")
+    }
+
+    /// `apiVersion`.
+    ///
+    /// ```
+    /// assert_eq!(wlmap_engine::Object::new(serde_json::json!({"apiVersion": "v1"})).api_version(), "v1");
+    /// ```
+    pub fn api_version(&self) -> &str {
+        self.json
+            .get("apiVersion")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+    }
+
+    /// Group, version and kind.
+    ///
+    /// ```
+    /// let o = wlmap_engine::Object::new(serde_json::json!({"apiVersion": "batch/v1", "kind": "Job"}));
+    /// assert_eq!(o.gvk().group, "batch");
+    /// ```
+    pub fn gvk(&self) -> GroupVersionKind {
+        GroupVersionKind::from_api_version(self.api_version(), self.kind())
+    }
+
+    /// `metadata.creationTimestamp`.
+    ///
+    /// ```
+    /// let o = wlmap_engine::Object::new(serde_json::json!({"metadata": {"creationTimestamp": "2026-01-01T00:00:00Z"}}));
+    /// assert_eq!(o.creation_timestamp(), Some("2026-01-01T00:00:00Z"));
+    /// ```
+    pub fn creation_timestamp(&self) -> Option<&str> {
+        self.json
+            .get("metadata")
+            .and_then(|m| m.get("creationTimestamp"))
+            .and_then(Value::as_str)
+    }
+
+    /// A label's value.
+    ///
+    /// ```
+    /// let o = wlmap_engine::Object::new(serde_json::json!({"metadata": {"labels": {"a": "b"}}}));
+    /// assert_eq!(o.label("a"), Some("b"));
+    /// ```
+    pub fn label(&self, key: &str) -> Option<&str> {
+        self.json.get("metadata")?.get("labels")?.get(key)?.as_str()
+    }
+
+    /// The owner reference that controls this object (`controller: true`), or the only one.
+    ///
+    /// ```
+    /// let o = wlmap_engine::Object::new(serde_json::json!({"metadata": {"ownerReferences": [
+    ///     {"apiVersion": "batch/v1", "kind": "Job", "name": "j", "uid": "u", "controller": true}]}}));
+    /// assert_eq!(o.controller_uid(), Some("u"));
+    /// ```
+    pub fn controller_uid(&self) -> Option<&str> {
+        let refs = self
+            .json
+            .get("metadata")?
+            .get("ownerReferences")?
+            .as_array()?;
+        let pick = refs
+            .iter()
+            .find(|r| r.get("controller").and_then(Value::as_bool) == Some(true))
+            .or_else(|| if refs.len() == 1 { refs.first() } else { None })?;
+        pick.get("uid")?.as_str()
+    }
+
+    /// True for a Pod.
+    ///
+    /// ```
+    /// assert!(wlmap_engine::Object::new(serde_json::json!({"apiVersion": "v1", "kind": "Pod"})).is_pod());
+    /// ```
+    pub fn is_pod(&self) -> bool {
+        self.kind() == "Pod" && self.api_version() == "v1"
+    }
+}

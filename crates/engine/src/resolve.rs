@@ -1,0 +1,741 @@
+//! Resolving one workload object: the component tree (instances, replicas), desired pods,
+//! normalised pod templates and resources, and the status. Spec only; pods come later
+//! ([`crate::attribute`]).
+
+use crate::definition::{Definition, SpecShape};
+use crate::error::{Error, Result};
+use crate::object::Object;
+use crate::resources::{GpuPolicy, Resources, pod_request, resource_requirements};
+use crate::status::{Status, evaluate};
+use serde::Serialize;
+use serde_json::{Map, Value, json};
+use wlmap_expr::{Val, from_val, to_jq_string};
+use wlmap_schema::GroupVersionKind;
+
+/// Replica copies of a sub-structure are expanded into nodes up to this many; beyond it the
+/// subtree is kept once with a multiplier, so a hostile `replicas: 1e9` cannot exhaust memory.
+pub const MAX_EXPANDED_REPLICAS: u64 = 10_000;
+
+/// A pod placed in the tree.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PodInfo {
+    /// Pod name.
+    pub name: String,
+    /// `status.phase`.
+    pub phase: String,
+    /// The `Ready` condition is True.
+    pub ready: bool,
+    /// `spec.nodeName`.
+    pub node: Option<String>,
+    /// GPUs the pod requests.
+    pub gpus: f64,
+    /// Replica key read by the replica selector, when any.
+    pub replica: Option<String>,
+    /// Why the pod is not running (waiting reason, status reason), when known.
+    pub reason: Option<String>,
+    /// Its effective request.
+    #[serde(skip)]
+    pub resources: Resources,
+}
+
+impl PodInfo {
+    /// Read a pod object.
+    ///
+    /// ```
+    /// let pod = wlmap_engine::Object::new(serde_json::json!({"apiVersion": "v1", "kind": "Pod",
+    ///   "metadata": {"name": "p"}, "spec": {"nodeName": "n1", "containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": 4}}}]},
+    ///   "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}}));
+    /// let info = wlmap_engine::PodInfo::from_pod(&pod, &Default::default());
+    /// assert!(info.ready);
+    /// assert_eq!(info.gpus, 4.0);
+    /// ```
+    pub fn from_pod(pod: &Object, gpu: &GpuPolicy) -> PodInfo {
+        let j = pod.json();
+        let status = j.get("status");
+        let ready = status
+            .and_then(|s| s.get("conditions"))
+            .and_then(Value::as_array)
+            .is_some_and(|cs| {
+                cs.iter().any(|c| {
+                    c.get("type").and_then(Value::as_str) == Some("Ready")
+                        && c.get("status").and_then(Value::as_str) == Some("True")
+                })
+            });
+        let waiting = status
+            .and_then(|s| s.get("containerStatuses"))
+            .and_then(Value::as_array)
+            .and_then(|cs| {
+                cs.iter().find_map(|c| {
+                    c.pointer("/state/waiting/reason")
+                        .or_else(|| c.pointer("/state/terminated/reason"))
+                        .and_then(Value::as_str)
+                })
+            });
+        let unschedulable = status
+            .and_then(|s| s.get("conditions"))
+            .and_then(Value::as_array)
+            .and_then(|cs| {
+                cs.iter().find(|c| {
+                    c.get("type").and_then(Value::as_str) == Some("PodScheduled")
+                        && c.get("status").and_then(Value::as_str) == Some("False")
+                })
+            })
+            .and_then(|c| c.get("reason").and_then(Value::as_str));
+        let reason = status
+            .and_then(|s| s.get("reason"))
+            .and_then(Value::as_str)
+            .or(waiting)
+            .or(unschedulable)
+            .map(str::to_string);
+        let resources = pod_request(j.get("spec").unwrap_or(&Value::Null));
+        PodInfo {
+            name: pod.name().to_string(),
+            phase: status
+                .and_then(|s| s.get("phase"))
+                .and_then(Value::as_str)
+                .unwrap_or("Unknown")
+                .to_string(),
+            ready,
+            node: j
+                .pointer("/spec/nodeName")
+                .and_then(Value::as_str)
+                .map(str::to_string),
+            gpus: resources.gpus(gpu),
+            replica: None,
+            reason,
+            resources,
+        }
+    }
+}
+
+/// A node of the component tree: one instance (and replica copy) of a component.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Node {
+    /// Component name.
+    pub component: String,
+    /// Component kind, when the definition names one.
+    pub kind: Option<GroupVersionKind>,
+    /// Instance id (`instanceIdPath`), when the component has instances.
+    pub instance: Option<String>,
+    /// Replica key, for expanded copies of a sub-structure.
+    pub replica: Option<String>,
+    /// `name[instance]#replica` of every ancestor below the root and this node, joined by `/`;
+    /// empty for the root.
+    pub path: String,
+    /// Desired replicas: pods of this instance for a pod-bearing component, copies of the
+    /// subtree otherwise (1 for an expanded copy).
+    pub replicas: u64,
+    /// Minimum replicas, when the definition says.
+    pub min_replicas: Option<u64>,
+    /// Maximum replicas, when the definition says.
+    pub max_replicas: Option<u64>,
+    /// Desired pods of this node's subtree.
+    pub desired_pods: u64,
+    /// True when the component has a pod spec.
+    pub has_pod_spec: bool,
+    /// The normalised PodTemplateSpec of one pod of this instance.
+    pub template: Option<Value>,
+    /// Effective request of one pod of this instance.
+    #[serde(skip)]
+    pub pod_request: Option<Resources>,
+    /// Desired resources of the subtree.
+    #[serde(skip)]
+    pub resources: Resources,
+    /// Child nodes.
+    pub children: Vec<Node>,
+    /// Pods placed here (after attribution).
+    pub pods: Vec<PodInfo>,
+    /// Index of the component in the definition (root = 0).
+    #[serde(skip)]
+    pub component_index: usize,
+}
+
+impl Node {
+    /// This node and every descendant, depth first.
+    ///
+    /// ```
+    /// # let def = wlmap_engine::Definition::compile(wlmap_schema::Karta::example(), wlmap_engine::Origin::Catalog).unwrap();
+    /// # let pod = wlmap_engine::Object::new(serde_json::json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {"containers": []}}));
+    /// let w = wlmap_engine::resolve(&def, &pod).unwrap();
+    /// assert_eq!(w.root.walk().count(), 1);
+    /// ```
+    pub fn walk(&self) -> Box<dyn Iterator<Item = &Node> + '_> {
+        Box::new(std::iter::once(self).chain(self.children.iter().flat_map(|c| c.walk())))
+    }
+
+    /// Pods in this subtree.
+    ///
+    /// ```
+    /// # let def = wlmap_engine::Definition::compile(wlmap_schema::Karta::example(), wlmap_engine::Origin::Catalog).unwrap();
+    /// # let pod = wlmap_engine::Object::new(serde_json::json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {}}));
+    /// let w = wlmap_engine::resolve(&def, &pod).unwrap();
+    /// assert_eq!(w.root.all_pods().count(), 0);
+    /// ```
+    pub fn all_pods(&self) -> impl Iterator<Item = &PodInfo> {
+        self.walk().flat_map(|n| n.pods.iter())
+    }
+
+    /// Ready pods in this subtree.
+    ///
+    /// ```
+    /// # let def = wlmap_engine::Definition::compile(wlmap_schema::Karta::example(), wlmap_engine::Origin::Catalog).unwrap();
+    /// # let pod = wlmap_engine::Object::new(serde_json::json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {}}));
+    /// # let w = wlmap_engine::resolve(&def, &pod).unwrap();
+    /// assert_eq!(w.root.ready_pods(), 0);
+    /// ```
+    pub fn ready_pods(&self) -> u64 {
+        self.all_pods().filter(|p| p.ready).count() as u64
+    }
+
+    /// The segment of this node in a path: `name`, `name[instance]`, `name#replica`.
+    ///
+    /// ```
+    /// # let def = wlmap_engine::Definition::compile(wlmap_schema::Karta::example(), wlmap_engine::Origin::Catalog).unwrap();
+    /// # let pod = wlmap_engine::Object::new(serde_json::json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {}}));
+    /// # let w = wlmap_engine::resolve(&def, &pod).unwrap();
+    /// assert_eq!(w.root.segment(), "pod");
+    /// ```
+    pub fn segment(&self) -> String {
+        let mut s = self.component.clone();
+        if let Some(i) = &self.instance {
+            s.push_str(&format!("[{i}]"));
+        }
+        if let Some(r) = &self.replica {
+            s.push_str(&format!("#{r}"));
+        }
+        s
+    }
+}
+
+/// A resolved workload.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Workload {
+    /// Definition name.
+    pub definition: String,
+    /// The workload's apiVersion.
+    pub api_version: String,
+    /// Kind.
+    pub kind: String,
+    /// Name.
+    pub name: String,
+    /// Namespace.
+    pub namespace: String,
+    /// Status.
+    pub status: Status,
+    /// The component tree; the root is the workload itself.
+    pub root: Node,
+    /// Pods whose owner chain reaches the workload but that no component claims.
+    pub unattributed: Vec<PodInfo>,
+    /// True once pods were attributed (observed counts are meaningful).
+    pub pods_observed: bool,
+}
+
+impl Workload {
+    /// Desired GPUs (from the spec) under a policy.
+    ///
+    /// ```
+    /// # let def = wlmap_engine::Definition::compile(wlmap_schema::Karta::example(), wlmap_engine::Origin::Catalog).unwrap();
+    /// # let pod = wlmap_engine::Object::new(serde_json::json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": 2}}}]}}));
+    /// let w = wlmap_engine::resolve(&def, &pod).unwrap();
+    /// assert_eq!(w.gpus(&Default::default()), 2.0);
+    /// ```
+    pub fn gpus(&self, policy: &GpuPolicy) -> f64 {
+        self.root.resources.gpus(policy)
+    }
+
+    /// Pods of the workload (their owner chain reaches it): attributed and unattributed.
+    ///
+    /// ```
+    /// # let def = wlmap_engine::Definition::compile(wlmap_schema::Karta::example(), wlmap_engine::Origin::Catalog).unwrap();
+    /// # let pod = wlmap_engine::Object::new(serde_json::json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {}}));
+    /// # let w = wlmap_engine::resolve(&def, &pod).unwrap();
+    /// assert_eq!(w.observed_pods(), 0);
+    /// ```
+    pub fn observed_pods(&self) -> u64 {
+        (self.root.all_pods().count() + self.unattributed.len()) as u64
+    }
+
+    /// Ready pods of the workload, attributed or not.
+    ///
+    /// ```
+    /// # let def = wlmap_engine::Definition::compile(wlmap_schema::Karta::example(), wlmap_engine::Origin::Catalog).unwrap();
+    /// # let pod = wlmap_engine::Object::new(serde_json::json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {}}));
+    /// # let w = wlmap_engine::resolve(&def, &pod).unwrap();
+    /// assert_eq!(w.ready_pods(), 0);
+    /// ```
+    pub fn ready_pods(&self) -> u64 {
+        self.root.ready_pods() + self.unattributed.iter().filter(|p| p.ready).count() as u64
+    }
+}
+
+/// Provides the objects that `references` name (a snapshot, or the cluster).
+pub trait ReferenceProvider {
+    /// The object of this kind and name, in `namespace` (None for cluster-scoped), if known.
+    fn get(&self, kind: &GroupVersionKind, namespace: Option<&str>, name: &str) -> Option<Value>;
+}
+
+/// A provider that knows no objects: every reference resolves to `null`.
+pub struct NoReferences;
+
+impl ReferenceProvider for NoReferences {
+    fn get(&self, _: &GroupVersionKind, _: Option<&str>, _: &str) -> Option<Value> {
+        None
+    }
+}
+
+/// Resolve a workload object with a definition (no references).
+///
+/// ```
+/// let def = wlmap_engine::Definition::compile(wlmap_schema::Karta::example(), wlmap_engine::Origin::Catalog).unwrap();
+/// let pod = wlmap_engine::Object::new(serde_json::json!({"apiVersion": "v1", "kind": "Pod",
+///     "metadata": {"name": "p"}, "spec": {"containers": []}, "status": {"phase": "Running"}}));
+/// let w = wlmap_engine::resolve(&def, &pod).unwrap();
+/// assert_eq!(w.status.phase, wlmap_engine::Phase::Running);
+/// assert_eq!(w.root.desired_pods, 1);
+/// ```
+pub fn resolve(def: &Definition, obj: &Object) -> Result<Workload> {
+    resolve_with(def, obj, &NoReferences)
+}
+
+/// Resolve a workload, reading the definition's references through a provider.
+///
+/// ```
+/// let def = wlmap_engine::Definition::compile(wlmap_schema::Karta::example(), wlmap_engine::Origin::Catalog).unwrap();
+/// let pod = wlmap_engine::Object::new(serde_json::json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {}}));
+/// let w = wlmap_engine::resolve_with(&def, &pod, &wlmap_engine::NoReferences).unwrap();
+/// assert_eq!(w.name, "p");
+/// ```
+pub fn resolve_with(
+    def: &Definition,
+    obj: &Object,
+    refs: &dyn ReferenceProvider,
+) -> Result<Workload> {
+    let root_val = obj.val();
+    let vars = reference_values(def, obj, &root_val, refs)?;
+    let status = evaluate(def, &root_val, &vars)?;
+    let mut nodes = build(def, 0, &root_val, &vars, &GpuPolicy::default())?;
+    let mut root = if nodes.is_empty() {
+        return Err(Error::Shape {
+            definition: def.name(),
+            component: def.components[0].def.name.clone(),
+            message: "the root component yields no instance".into(),
+        });
+    } else {
+        nodes.swap_remove(0)
+    };
+    set_paths(&mut root, "", true);
+    Ok(Workload {
+        definition: def.name(),
+        api_version: obj.api_version().to_string(),
+        kind: obj.kind().to_string(),
+        name: obj.name().to_string(),
+        namespace: obj.namespace().to_string(),
+        status,
+        root,
+        unattributed: Vec::new(),
+        pods_observed: false,
+    })
+}
+
+/// Values of `$parentInstance` (null at the root) and every reference.
+pub(crate) fn reference_values(
+    def: &Definition,
+    obj: &Object,
+    root: &Val,
+    refs: &dyn ReferenceProvider,
+) -> Result<Vec<Val>> {
+    let mut vars = vec![Val::Null];
+    for r in &def.references {
+        let first = |e: &wlmap_expr::Expr, field: &str| -> Result<Option<String>> {
+            Ok(def
+                .eval(e, root, &vars_null(def), &def.components[0].def.name, field)?
+                .first()
+                .filter(|v| !matches!(v, Val::Null))
+                .map(to_jq_string))
+        };
+        let name = first(&r.name_path, "references.namePath")?;
+        let ns = match &r.namespace_path {
+            Some(e) => first(e, "references.namespacePath")?,
+            None if r.def.cluster_scoped => None,
+            None => Some(obj.namespace().to_string()),
+        };
+        let v = name
+            .and_then(|n| refs.get(&r.def.kind, ns.as_deref(), &n))
+            .map(|j| wlmap_expr::to_val(&j))
+            .unwrap_or(Val::Null);
+        vars.push(v);
+    }
+    Ok(vars)
+}
+
+fn vars_null(def: &Definition) -> Vec<Val> {
+    vec![Val::Null; 1 + def.references.len()]
+}
+
+fn set_paths(n: &mut Node, prefix: &str, is_root: bool) {
+    n.path = if is_root {
+        String::new()
+    } else if prefix.is_empty() {
+        n.segment()
+    } else {
+        format!("{prefix}/{}", n.segment())
+    };
+    let p = n.path.clone();
+    for c in &mut n.children {
+        set_paths(c, &p, false);
+    }
+}
+
+#[allow(clippy::too_many_arguments)] // one call site per field; a struct would only rename them
+/// Per-instance outputs of an expression: `n` values (None = absent), zipped by position.
+fn per_instance(
+    def: &Definition,
+    e: Option<&wlmap_expr::Expr>,
+    root: &Val,
+    vars: &[Val],
+    comp: &str,
+    field: &str,
+    n: usize,
+    multi: bool,
+) -> Result<Vec<Option<Val>>> {
+    let Some(e) = e else { return Ok(vec![None; n]) };
+    let out = def.eval(e, root, vars, comp, field)?;
+    if multi {
+        if out.is_empty() {
+            return Ok(vec![None; n]);
+        }
+        if out.len() != n {
+            return Err(Error::Shape {
+                definition: def.name(),
+                component: comp.to_string(),
+                message: format!(
+                    "instanceIdPath yields {n} ids but {field} yields {} values (they are zipped by position)",
+                    out.len()
+                ),
+            });
+        }
+        return Ok(out
+            .into_iter()
+            .map(|v| {
+                if matches!(v, Val::Null) {
+                    None
+                } else {
+                    Some(v)
+                }
+            })
+            .collect());
+    }
+    let non_null: Vec<Val> = out
+        .into_iter()
+        .filter(|v| !matches!(v, Val::Null))
+        .collect();
+    if non_null.len() > 1 {
+        return Err(Error::Shape {
+            definition: def.name(),
+            component: comp.to_string(),
+            message: format!(
+                "{field} yields {} values but the component has no instanceIdPath",
+                non_null.len()
+            ),
+        });
+    }
+    Ok(vec![non_null.into_iter().next()])
+}
+
+fn count(v: &Option<Val>) -> Option<u64> {
+    let j = from_val(v.as_ref()?);
+    let f = match &j {
+        Value::Number(n) => n.as_f64()?,
+        Value::String(s) => s.trim().parse::<f64>().ok()?,
+        _ => return None,
+    };
+    Some(if f.is_finite() && f > 0.0 {
+        f.floor() as u64
+    } else {
+        0
+    })
+}
+
+/// Build the nodes of component `ci` under one parent (whose instance id is `vars[0]`).
+fn build(
+    def: &Definition,
+    ci: usize,
+    root: &Val,
+    vars: &[Val],
+    gpu: &GpuPolicy,
+) -> Result<Vec<Node>> {
+    let c = &def.components[ci];
+    let name = c.def.name.as_str();
+    let (ids, multi): (Vec<Option<String>>, bool) = match &c.instance_ids {
+        Some(e) => (
+            def.eval(e, root, vars, name, "instanceIdPath")?
+                .iter()
+                .map(|v| Some(to_jq_string(v)))
+                .collect(),
+            true,
+        ),
+        None => (vec![None], false),
+    };
+    let n = ids.len();
+    let replicas = per_instance(
+        def,
+        c.replicas.as_ref(),
+        root,
+        vars,
+        name,
+        "replicasPath",
+        n,
+        multi,
+    )?;
+    let mins = per_instance(
+        def,
+        c.min_replicas.as_ref(),
+        root,
+        vars,
+        name,
+        "minReplicasPath",
+        n,
+        multi,
+    )?;
+    let maxs = per_instance(
+        def,
+        c.max_replicas.as_ref(),
+        root,
+        vars,
+        name,
+        "maxReplicasPath",
+        n,
+        multi,
+    )?;
+    let templates = templates(def, ci, root, vars, n, multi)?;
+    let has_spec = c.spec.is_some();
+    let mut nodes = Vec::new();
+    for (i, id) in ids.into_iter().enumerate() {
+        let min_replicas = count(&mins[i]);
+        let max_replicas = count(&maxs[i]);
+        let replicas_n = count(&replicas[i]).or(min_replicas).unwrap_or(1);
+        let mut child_vars = vars.to_vec();
+        child_vars[0] = id.clone().map(Val::from).unwrap_or(Val::Null);
+        let mut children = Vec::new();
+        for &k in &c.children {
+            children.extend(build(def, k, root, &child_vars, gpu)?);
+        }
+        let template = templates[i].clone();
+        let pod_req = if has_spec {
+            template
+                .as_ref()
+                .map(|t| pod_request(t.get("spec").unwrap_or(&Value::Null)))
+        } else {
+            None
+        };
+        let expand = !has_spec && c.replica_key.is_some() && replicas_n <= MAX_EXPANDED_REPLICAS;
+        let make = |replica: Option<String>, replicas: u64, children: Vec<Node>| {
+            let copies = if has_spec { 1 } else { replicas };
+            let child_pods: u64 = children.iter().map(|c| c.desired_pods).sum();
+            let own = if has_spec && template.is_some() {
+                replicas
+            } else {
+                0
+            };
+            let mut resources = Resources::default();
+            if let (Some(r), true) = (&pod_req, own > 0) {
+                resources.add_scaled(r, own);
+            }
+            for ch in &children {
+                resources.add_scaled(&ch.resources, copies);
+            }
+            Node {
+                component: name.to_string(),
+                kind: c.def.kind.clone(),
+                instance: id.clone(),
+                replica,
+                path: String::new(),
+                replicas,
+                min_replicas,
+                max_replicas,
+                desired_pods: own.saturating_add(copies.saturating_mul(child_pods)),
+                has_pod_spec: has_spec,
+                template: template.clone(),
+                pod_request: pod_req.clone(),
+                resources,
+                children,
+                pods: Vec::new(),
+                component_index: ci,
+            }
+        };
+        if expand {
+            for r in 0..replicas_n {
+                nodes.push(make(Some(r.to_string()), 1, children.clone()));
+            }
+        } else {
+            nodes.push(make(None, replicas_n, children));
+        }
+    }
+    let _ = gpu;
+    Ok(nodes)
+}
+
+/// The normalised PodTemplateSpec of every instance (None where the component has no spec or
+/// the path yields nothing).
+fn templates(
+    def: &Definition,
+    ci: usize,
+    root: &Val,
+    vars: &[Val],
+    n: usize,
+    multi: bool,
+) -> Result<Vec<Option<Value>>> {
+    let c = &def.components[ci];
+    let name = c.def.name.as_str();
+    let shape_err = |field: &str, got: &Value| Error::Shape {
+        definition: def.name(),
+        component: name.to_string(),
+        message: format!("{field} must yield an object, got {}", type_name(got)),
+    };
+    let obj = |field: &str, v: Option<Val>| -> Result<Option<Value>> {
+        match v.map(|v| from_val(&v)) {
+            None => Ok(None),
+            Some(j @ Value::Object(_)) => Ok(Some(j)),
+            Some(other) => Err(shape_err(field, &other)),
+        }
+    };
+    match &c.spec {
+        None => Ok(vec![None; n]),
+        Some(SpecShape::Template(e)) => per_instance(
+            def,
+            Some(e),
+            root,
+            vars,
+            name,
+            "podTemplateSpecPath",
+            n,
+            multi,
+        )?
+        .into_iter()
+        .map(|v| obj("podTemplateSpecPath", v))
+        .collect(),
+        Some(SpecShape::PodSpec { spec, metadata }) => {
+            let specs = per_instance(def, Some(spec), root, vars, name, "podSpecPath", n, multi)?;
+            let metas = per_instance(
+                def,
+                metadata.as_ref(),
+                root,
+                vars,
+                name,
+                "metadataPath",
+                n,
+                multi,
+            )?;
+            specs
+                .into_iter()
+                .zip(metas)
+                .map(|(s, m)| {
+                    let Some(s) = obj("podSpecPath", s)? else {
+                        return Ok(None);
+                    };
+                    let m = obj("metadataPath", m)?.unwrap_or_else(|| json!({}));
+                    Ok(Some(json!({"metadata": m, "spec": s})))
+                })
+                .collect()
+        }
+        Some(SpecShape::Fragmented(f)) => {
+            let get = |e: &Option<wlmap_expr::Expr>, field: &str| {
+                per_instance(def, e.as_ref(), root, vars, name, field, n, multi)
+            };
+            let sched = get(&f.scheduler_name, "schedulerNamePath")?;
+            let labels = get(&f.labels, "labelsPath")?;
+            let annotations = get(&f.annotations, "annotationsPath")?;
+            let resources = get(&f.resources, "resourcesPath")?;
+            let claims = get(&f.resource_claims, "resourceClaimsPath")?;
+            let pod_aff = get(&f.pod_affinity, "podAffinityPath")?;
+            let node_aff = get(&f.node_affinity, "nodeAffinityPath")?;
+            let containers = get(&f.containers, "containersPath")?;
+            let container = get(&f.container, "containerPath")?;
+            let prio = get(&f.priority_class_name, "priorityClassNamePath")?;
+            let image = get(&f.image, "imagePath")?;
+            let mut out = Vec::with_capacity(n);
+            for i in 0..n {
+                let mut spec = Map::new();
+                let mut meta = Map::new();
+                let j = |v: &Option<Val>| v.as_ref().map(from_val);
+                if let Some(v) = j(&sched[i]) {
+                    spec.insert("schedulerName".into(), v);
+                }
+                if let Some(v) = j(&prio[i]) {
+                    spec.insert("priorityClassName".into(), v);
+                }
+                if let Some(v) = j(&claims[i]) {
+                    spec.insert("resourceClaims".into(), v);
+                }
+                let mut affinity = Map::new();
+                if let Some(v) = j(&pod_aff[i]) {
+                    affinity.insert("podAffinity".into(), v);
+                }
+                if let Some(v) = j(&node_aff[i]) {
+                    affinity.insert("nodeAffinity".into(), v);
+                }
+                if !affinity.is_empty() {
+                    spec.insert("affinity".into(), Value::Object(affinity));
+                }
+                // Containers: the list and the single container; the CR-level resources (and
+                // image) make one container only when neither is given (no double counting).
+                let mut cs: Vec<Value> = match j(&containers[i]) {
+                    Some(Value::Array(a)) => a,
+                    Some(o @ Value::Object(_)) => vec![o],
+                    _ => vec![],
+                };
+                if let Some(c @ Value::Object(_)) = j(&container[i]) {
+                    cs.push(c);
+                }
+                if cs.is_empty() {
+                    let res = j(&resources[i]);
+                    let img = j(&image[i]);
+                    if res.is_some() || img.is_some() {
+                        let mut c = Map::new();
+                        c.insert("name".into(), Value::from("main"));
+                        if let Some(img) = img {
+                            c.insert("image".into(), img);
+                        }
+                        if let Some(res) = res {
+                            // Keep the shape Kubernetes uses even if the path gives bare requests.
+                            let rr = if res.get("requests").is_some() || res.get("limits").is_some()
+                            {
+                                res
+                            } else {
+                                json!({"requests": res})
+                            };
+                            c.insert("resources".into(), rr);
+                        }
+                        cs.push(Value::Object(c));
+                    }
+                }
+                spec.insert("containers".into(), Value::Array(cs));
+                if let Some(v) = j(&labels[i]) {
+                    meta.insert("labels".into(), v);
+                }
+                if let Some(v) = j(&annotations[i]) {
+                    meta.insert("annotations".into(), v);
+                }
+                out.push(Some(
+                    json!({"metadata": Value::Object(meta), "spec": Value::Object(spec)}),
+                ));
+            }
+            let _ = resource_requirements;
+            Ok(out)
+        }
+    }
+}
+
+fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}

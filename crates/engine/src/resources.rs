@@ -1,0 +1,339 @@
+//! Resource requests: Kubernetes quantities, the effective pod request, GPU counting.
+
+use serde::Serialize;
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+/// Which extended resources count as GPUs.
+///
+/// ```
+/// let p = wlmap_engine::GpuPolicy::default();
+/// assert!(p.is_gpu("nvidia.com/gpu"));
+/// assert!(p.is_gpu("nvidia.com/mig-1g.10gb"));
+/// assert!(!p.is_gpu("cpu"));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GpuPolicy {
+    /// Resource names counted as GPUs.
+    pub names: Vec<String>,
+    /// Name prefixes counted as GPUs (each unit is one GPU or GPU slice).
+    pub prefixes: Vec<String>,
+}
+
+impl Default for GpuPolicy {
+    fn default() -> Self {
+        GpuPolicy {
+            names: [
+                "nvidia.com/gpu",
+                "amd.com/gpu",
+                "habana.ai/gaudi",
+                "gpu.intel.com/i915",
+            ]
+            .map(String::from)
+            .to_vec(),
+            prefixes: vec!["nvidia.com/mig-".to_string()],
+        }
+    }
+}
+
+impl GpuPolicy {
+    /// True when the resource counts as a GPU.
+    ///
+    /// ```
+    /// assert!(wlmap_engine::GpuPolicy::default().is_gpu("amd.com/gpu"));
+    /// ```
+    pub fn is_gpu(&self, name: &str) -> bool {
+        self.names.iter().any(|n| n == name)
+            || self.prefixes.iter().any(|p| name.starts_with(p.as_str()))
+    }
+}
+
+/// Requested resources: one number per resource name in base units (cores, bytes, units).
+///
+/// ```
+/// let mut r = wlmap_engine::Resources::default();
+/// r.add_quantity("cpu", 0.5);
+/// assert_eq!(r.cpu_millis(), 500);
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Resources {
+    /// Resource name → amount in base units.
+    pub amounts: BTreeMap<String, f64>,
+}
+
+impl Resources {
+    /// Add an amount.
+    ///
+    /// ```
+    /// let mut r = wlmap_engine::Resources::default();
+    /// r.add_quantity("memory", 1024.0);
+    /// r.add_quantity("memory", 1024.0);
+    /// assert_eq!(r.memory_bytes(), 2048);
+    /// ```
+    pub fn add_quantity(&mut self, name: &str, amount: f64) {
+        *self.amounts.entry(name.to_string()).or_insert(0.0) += amount;
+    }
+
+    /// Add every amount of `other`, `times` times.
+    ///
+    /// ```
+    /// let mut a = wlmap_engine::Resources::default();
+    /// let mut b = wlmap_engine::Resources::default();
+    /// b.add_quantity("nvidia.com/gpu", 4.0);
+    /// a.add_scaled(&b, 3);
+    /// assert_eq!(a.gpus(&Default::default()), 12.0);
+    /// ```
+    pub fn add_scaled(&mut self, other: &Resources, times: u64) {
+        for (k, v) in &other.amounts {
+            self.add_quantity(k, v * times as f64);
+        }
+    }
+
+    /// CPU in millicores.
+    ///
+    /// ```
+    /// assert_eq!(wlmap_engine::Resources::default().cpu_millis(), 0);
+    /// ```
+    pub fn cpu_millis(&self) -> u64 {
+        (self.amounts.get("cpu").copied().unwrap_or(0.0) * 1000.0).round() as u64
+    }
+
+    /// Memory in bytes.
+    ///
+    /// ```
+    /// assert_eq!(wlmap_engine::Resources::default().memory_bytes(), 0);
+    /// ```
+    pub fn memory_bytes(&self) -> u64 {
+        self.amounts.get("memory").copied().unwrap_or(0.0).round() as u64
+    }
+
+    /// GPUs (and GPU slices) under a policy.
+    ///
+    /// ```
+    /// assert_eq!(wlmap_engine::Resources::default().gpus(&Default::default()), 0.0);
+    /// ```
+    pub fn gpus(&self, policy: &GpuPolicy) -> f64 {
+        self.amounts
+            .iter()
+            .filter(|(k, _)| policy.is_gpu(k))
+            .fold(0.0, |a, (_, v)| a + v)
+    }
+
+    /// Extended resources: everything but cpu, memory, ephemeral-storage and pods.
+    ///
+    /// ```
+    /// let mut r = wlmap_engine::Resources::default();
+    /// r.add_quantity("nvidia.com/gpu", 1.0);
+    /// r.add_quantity("cpu", 1.0);
+    /// assert_eq!(r.extended().len(), 1);
+    /// ```
+    pub fn extended(&self) -> BTreeMap<String, f64> {
+        self.amounts
+            .iter()
+            .filter(|(k, _)| !matches!(k.as_str(), "cpu" | "memory" | "ephemeral-storage" | "pods"))
+            .map(|(k, v)| (k.clone(), *v))
+            .collect()
+    }
+
+    fn max_with(&mut self, other: &Resources) {
+        for (k, v) in &other.amounts {
+            let e = self.amounts.entry(k.clone()).or_insert(0.0);
+            if *v > *e {
+                *e = *v;
+            }
+        }
+    }
+}
+
+/// Parse a Kubernetes quantity (`500m`, `4Gi`, `1.5`, `2e3`, `100M`) into base units.
+///
+/// ```
+/// use wlmap_engine::parse_quantity;
+/// assert_eq!(parse_quantity("500m"), Some(0.5));
+/// assert_eq!(parse_quantity("4Gi"), Some(4.0 * 1024.0 * 1024.0 * 1024.0));
+/// assert_eq!(parse_quantity("2"), Some(2.0));
+/// assert_eq!(parse_quantity("x"), None);
+/// ```
+pub fn parse_quantity(q: &str) -> Option<f64> {
+    let q = q.trim();
+    let suffixes: [(&str, f64); 14] = [
+        ("Ki", 1024.0),
+        ("Mi", 1024f64.powi(2)),
+        ("Gi", 1024f64.powi(3)),
+        ("Ti", 1024f64.powi(4)),
+        ("Pi", 1024f64.powi(5)),
+        ("Ei", 1024f64.powi(6)),
+        ("n", 1e-9),
+        ("u", 1e-6),
+        ("m", 1e-3),
+        ("k", 1e3),
+        ("M", 1e6),
+        ("G", 1e9),
+        ("T", 1e12),
+        ("P", 1e15),
+    ];
+    for (s, mul) in suffixes {
+        if let Some(num) = q.strip_suffix(s) {
+            return num
+                .parse::<f64>()
+                .ok()
+                .filter(|v| v.is_finite())
+                .map(|v| v * mul);
+        }
+    }
+    if let Some(num) = q.strip_suffix('E') {
+        return num.parse::<f64>().ok().map(|v| v * 1e18);
+    }
+    q.parse::<f64>().ok().filter(|v| v.is_finite())
+}
+
+fn quantity(v: &Value) -> Option<f64> {
+    match v {
+        Value::String(s) => parse_quantity(s),
+        Value::Number(n) => n.as_f64(),
+        _ => None,
+    }
+}
+
+/// The request of one container: `requests`, falling back to `limits` per resource (as the
+/// API server defaults requests from limits).
+///
+/// ```
+/// let c = serde_json::json!({"resources": {"limits": {"nvidia.com/gpu": 2}, "requests": {"cpu": "1"}}});
+/// let r = wlmap_engine::container_request(&c);
+/// assert_eq!(r.amounts["nvidia.com/gpu"], 2.0);
+/// assert_eq!(r.cpu_millis(), 1000);
+/// ```
+pub fn container_request(container: &Value) -> Resources {
+    resource_requirements(container.get("resources").unwrap_or(&Value::Null))
+}
+
+/// The request of a ResourceRequirements object (`{requests, limits}`).
+///
+/// ```
+/// let r = wlmap_engine::resource_requirements(&serde_json::json!({"limits": {"memory": "1Ki"}}));
+/// assert_eq!(r.memory_bytes(), 1024);
+/// ```
+pub fn resource_requirements(res: &Value) -> Resources {
+    let mut r = Resources::default();
+    if let Some(req) = res.get("requests").and_then(Value::as_object) {
+        for (k, v) in req {
+            if let Some(q) = quantity(v) {
+                r.add_quantity(k, q);
+            }
+        }
+    }
+    if let Some(lim) = res.get("limits").and_then(Value::as_object) {
+        for (k, v) in lim {
+            if !r.amounts.contains_key(k)
+                && let Some(q) = quantity(v)
+            {
+                r.add_quantity(k, q);
+            }
+        }
+    }
+    r
+}
+
+/// The Kubernetes effective request of a pod spec: the larger of the largest init container
+/// (plus the restartable sidecars started before it) and the sum of the containers plus all
+/// sidecars; pod-level `resources` win for what they set; `overhead` is added.
+///
+/// ```
+/// let spec = serde_json::json!({
+///   "initContainers": [{"name": "fetch", "resources": {"requests": {"cpu": "4"}}}],
+///   "containers": [{"name": "a", "resources": {"requests": {"cpu": "1", "nvidia.com/gpu": "4"}}},
+///                  {"name": "b", "resources": {"requests": {"cpu": "1"}}}]});
+/// let r = wlmap_engine::pod_request(&spec);
+/// assert_eq!(r.cpu_millis(), 4000);
+/// assert_eq!(r.gpus(&Default::default()), 4.0);
+/// ```
+pub fn pod_request(spec: &Value) -> Resources {
+    let mut sum = Resources::default();
+    let mut sidecars = Resources::default();
+    let mut init_max = Resources::default();
+    if let Some(inits) = spec.get("initContainers").and_then(Value::as_array) {
+        for c in inits {
+            let r = container_request(c);
+            if c.get("restartPolicy").and_then(Value::as_str) == Some("Always") {
+                sidecars.add_scaled(&r, 1);
+            } else {
+                let mut at = sidecars.clone();
+                at.add_scaled(&r, 1);
+                init_max.max_with(&at);
+            }
+        }
+    }
+    if let Some(cs) = spec.get("containers").and_then(Value::as_array) {
+        for c in cs {
+            sum.add_scaled(&container_request(c), 1);
+        }
+    }
+    sum.add_scaled(&sidecars, 1);
+    sum.max_with(&init_max);
+    if let Some(pod_level) = spec.get("resources") {
+        for (k, v) in resource_requirements(pod_level).amounts {
+            sum.amounts.insert(k, v);
+        }
+    }
+    if let Some(oh) = spec.get("overhead").and_then(Value::as_object) {
+        for (k, v) in oh {
+            if let Some(q) = quantity(v) {
+                sum.add_quantity(k, q);
+            }
+        }
+    }
+    sum
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn sidecars_add_to_containers_and_count_for_later_init_containers() {
+        let spec = json!({
+            "initContainers": [
+                {"name": "proxy", "restartPolicy": "Always", "resources": {"requests": {"cpu": "1"}}},
+                {"name": "warmup", "resources": {"requests": {"cpu": "3"}}}],
+            "containers": [{"name": "main", "resources": {"requests": {"cpu": "2"}}}]});
+        // containers 2 + sidecar 1 = 3; init warmup 3 + sidecar 1 = 4 wins.
+        assert_eq!(pod_request(&spec).cpu_millis(), 4000);
+    }
+
+    #[test]
+    fn pod_level_resources_and_overhead() {
+        let spec = json!({
+            "resources": {"requests": {"cpu": "8"}},
+            "overhead": {"cpu": "250m"},
+            "containers": [{"name": "a", "resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}]});
+        let r = pod_request(&spec);
+        assert_eq!(r.cpu_millis(), 8250);
+        assert_eq!(r.memory_bytes(), 1 << 30);
+    }
+
+    #[test]
+    fn limits_fill_missing_requests_only() {
+        let c = json!({"resources": {"requests": {"cpu": "1"}, "limits": {"cpu": "2", "nvidia.com/gpu": "8"}}});
+        let r = container_request(&c);
+        assert_eq!(r.cpu_millis(), 1000);
+        assert_eq!(r.gpus(&GpuPolicy::default()), 8.0);
+    }
+
+    #[test]
+    fn mig_and_other_vendors_count_as_gpus() {
+        let spec = json!({"containers": [
+            {"name": "a", "resources": {"limits": {"nvidia.com/mig-1g.10gb": 2}}},
+            {"name": "b", "resources": {"limits": {"amd.com/gpu": 1, "example.com/fpga": 1}}}]});
+        let r = pod_request(&spec);
+        assert_eq!(r.gpus(&GpuPolicy::default()), 3.0);
+        assert_eq!(r.extended().len(), 3);
+    }
+
+    #[test]
+    fn malformed_quantities_are_ignored() {
+        let c = json!({"resources": {"requests": {"cpu": "lots", "memory": [1]}}});
+        assert!(container_request(&c).amounts.is_empty());
+    }
+}

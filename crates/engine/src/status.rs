@@ -1,0 +1,300 @@
+//! Status: every matching common status, one primary status, its reason and a trace.
+
+use crate::definition::{Definition, Matcher, StatusRules};
+use crate::error::Result;
+use serde::Serialize;
+use wlmap_expr::{Val, from_val, to_jq_string};
+
+/// The common status vocabulary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub enum Phase {
+    /// Something failed for good.
+    Failed,
+    /// Finished successfully.
+    Completed,
+    /// Being suspended.
+    Suspending,
+    /// Being resumed.
+    Resuming,
+    /// Suspended.
+    Suspended,
+    /// Running with less than it asked for.
+    Degraded,
+    /// Running.
+    Running,
+    /// Starting.
+    Initializing,
+    /// No mapping matched.
+    Undefined,
+}
+
+impl Phase {
+    /// Every phase, in precedence order (the primary status is the first that matched).
+    pub const PRECEDENCE: [Phase; 9] = [
+        Phase::Failed,
+        Phase::Completed,
+        Phase::Suspending,
+        Phase::Resuming,
+        Phase::Suspended,
+        Phase::Degraded,
+        Phase::Running,
+        Phase::Initializing,
+        Phase::Undefined,
+    ];
+
+    /// The name as printed (`Running`).
+    ///
+    /// ```
+    /// assert_eq!(wlmap_engine::Phase::Degraded.as_str(), "Degraded");
+    /// ```
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Phase::Failed => "Failed",
+            Phase::Completed => "Completed",
+            Phase::Suspending => "Suspending",
+            Phase::Resuming => "Resuming",
+            Phase::Suspended => "Suspended",
+            Phase::Degraded => "Degraded",
+            Phase::Running => "Running",
+            Phase::Initializing => "Initializing",
+            Phase::Undefined => "Undefined",
+        }
+    }
+
+    /// Parse a name (case-insensitive).
+    ///
+    /// ```
+    /// assert_eq!(wlmap_engine::Phase::parse("running"), Some(wlmap_engine::Phase::Running));
+    /// ```
+    pub fn parse(s: &str) -> Option<Phase> {
+        Self::PRECEDENCE
+            .into_iter()
+            .find(|p| p.as_str().eq_ignore_ascii_case(s))
+    }
+}
+
+impl std::fmt::Display for Phase {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// How one matcher evaluated (for `--explain`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MatcherTrace {
+    /// The status this matcher maps to.
+    pub status: Phase,
+    /// Index of the matcher in its list.
+    pub index: usize,
+    /// Whether every part matched.
+    pub matched: bool,
+    /// One line per part: what was expected and what was found.
+    pub parts: Vec<String>,
+}
+
+/// The status of a workload.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Status {
+    /// The primary status: the first matched in [`Phase::PRECEDENCE`], or Undefined.
+    pub phase: Phase,
+    /// Every matched status, in precedence order (`[Undefined]` when none matched).
+    pub phases: Vec<Phase>,
+    /// Reason of the condition that decided the primary status, when a condition did.
+    pub reason: Option<String>,
+    /// Message of that condition.
+    pub message: Option<String>,
+    /// The raw phase string read by `phaseDefinition`, if any.
+    pub raw_phase: Option<String>,
+    /// How every matcher evaluated.
+    pub trace: Vec<MatcherTrace>,
+}
+
+impl Status {
+    /// The status of an object no rule matched.
+    ///
+    /// ```
+    /// assert_eq!(wlmap_engine::Status::undefined().phase, wlmap_engine::Phase::Undefined);
+    /// ```
+    pub fn undefined() -> Status {
+        Status {
+            phase: Phase::Undefined,
+            phases: vec![Phase::Undefined],
+            reason: None,
+            message: None,
+            raw_phase: None,
+            trace: vec![],
+        }
+    }
+}
+
+fn field_str(c: &serde_json::Value, f: &str) -> Option<String> {
+    c.get(f).map(|v| match v {
+        serde_json::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    })
+}
+
+/// Evaluate a definition's status rules on an object.
+pub(crate) fn evaluate(def: &Definition, root: &Val, vars: &[Val]) -> Result<Status> {
+    let Some(rules) = &def.status else {
+        return Ok(Status::undefined());
+    };
+    let comp = def.components[0].def.name.as_str();
+    let raw_phase = match &rules.phase {
+        Some(e) => def
+            .eval(e, root, vars, comp, "phaseDefinition.path")?
+            .into_iter()
+            .find(|v| !matches!(v, Val::Null))
+            .map(|v| to_jq_string(&v)),
+        None => None,
+    };
+    let conditions: Vec<serde_json::Value> = match &rules.conditions {
+        Some(e) => {
+            let out = def.eval(e, root, vars, comp, "conditionsDefinition.path")?;
+            let mut list = Vec::new();
+            for v in out {
+                match from_val(&v) {
+                    serde_json::Value::Array(a) => list.extend(a),
+                    serde_json::Value::Null => {}
+                    other => list.push(other),
+                }
+            }
+            list
+        }
+        None => Vec::new(),
+    };
+    let mut phases = Vec::new();
+    let mut trace = Vec::new();
+    let mut decided: Option<(Option<String>, Option<String>)> = None;
+    for (phase, matchers) in &rules.mappings {
+        for (index, m) in matchers.iter().enumerate() {
+            let (matched, parts, cond) =
+                eval_matcher(def, rules, m, root, vars, raw_phase.as_deref(), &conditions);
+            if matched && !phases.contains(phase) {
+                phases.push(*phase);
+                if decided.is_none() {
+                    decided = Some(cond.map_or((None, None), |c| {
+                        (
+                            field_str(&c, &rules.reason_field),
+                            field_str(&c, &rules.message_field),
+                        )
+                    }));
+                }
+            }
+            trace.push(MatcherTrace {
+                status: *phase,
+                index,
+                matched,
+                parts,
+            });
+        }
+    }
+    if phases.is_empty() {
+        return Ok(Status {
+            phase: Phase::Undefined,
+            phases: vec![Phase::Undefined],
+            reason: None,
+            message: None,
+            raw_phase,
+            trace,
+        });
+    }
+    let (reason, message) = decided.unwrap_or((None, None));
+    Ok(Status {
+        phase: phases[0],
+        phases,
+        reason,
+        message,
+        raw_phase,
+        trace,
+    })
+}
+
+fn eval_matcher(
+    def: &Definition,
+    rules: &StatusRules,
+    m: &Matcher,
+    root: &Val,
+    vars: &[Val],
+    raw_phase: Option<&str>,
+    conditions: &[serde_json::Value],
+) -> (bool, Vec<String>, Option<serde_json::Value>) {
+    let mut ok = true;
+    let mut parts = Vec::new();
+    let mut decisive = None;
+    if let Some(want) = &m.def.by_phase {
+        let hit = raw_phase == Some(want.as_str());
+        parts.push(format!(
+            "byPhase {want:?}: phase is {:?} -> {}",
+            raw_phase.unwrap_or("<none>"),
+            hit
+        ));
+        ok &= hit;
+    }
+    for ec in &m.def.by_conditions {
+        let found = conditions
+            .iter()
+            .find(|c| field_str(c, &rules.type_field).as_deref() == Some(ec.type_.as_str()));
+        let hit = match (ec.status.as_deref(), found) {
+            (Some("Absent"), f) => f.is_none(),
+            (_, None) => false,
+            (s, Some(c)) => {
+                s.is_none_or(|s| field_str(c, &rules.status_field).as_deref() == Some(s))
+                    && ec.reason.as_ref().is_none_or(|r| {
+                        field_str(c, &rules.reason_field).as_deref() == Some(r.as_str())
+                    })
+            }
+        };
+        let seen = found.map_or("absent".to_string(), |c| {
+            format!(
+                "status={} reason={}",
+                field_str(c, &rules.status_field).unwrap_or_default(),
+                field_str(c, &rules.reason_field).unwrap_or_default()
+            )
+        });
+        parts.push(format!(
+            "byConditions {} status={} reason={}: found {} -> {}",
+            ec.type_,
+            ec.status.as_deref().unwrap_or("*"),
+            ec.reason.as_deref().unwrap_or("*"),
+            seen,
+            hit
+        ));
+        if hit && decisive.is_none() {
+            decisive = found.cloned();
+        }
+        ok &= hit;
+    }
+    if let (Some(bx), Some(e)) = (&m.def.by_expression, &m.expression) {
+        match def.eval(
+            e,
+            root,
+            vars,
+            &def.components[0].def.name,
+            "byExpression.expression",
+        ) {
+            Ok(out) => {
+                let got = out.first().map(to_jq_string);
+                let hit = got.as_deref() == Some(bx.expected_result.as_str());
+                parts.push(format!(
+                    "byExpression `{}` = {:?}, expected {:?} -> {}",
+                    bx.expression,
+                    got.as_deref().unwrap_or("<no output>"),
+                    bx.expected_result,
+                    hit
+                ));
+                ok &= hit;
+            }
+            Err(err) => {
+                parts.push(format!(
+                    "byExpression `{}` failed: {err} -> false",
+                    bx.expression
+                ));
+                ok = false;
+            }
+        }
+    }
+    (ok, parts, decisive)
+}

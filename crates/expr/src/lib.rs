@@ -1,0 +1,470 @@
+//! # wlmap-expr
+//!
+//! jq expressions as definitions use them, evaluated in-process with the jaq crates:
+//!
+//! - **compiled once**: [`Expr::compile`] parses and compiles; [`Expr::eval`] runs many times;
+//! - **sandboxed**: builtins that reach the process (`env`, `$ENV`, `input`, `debug`, `stderr`,
+//!   `halt`, ...) are refused at compile time with the offending span, and are not even
+//!   registered; user `def`s are refused because they can recurse without bound;
+//! - **bounded**: every loop builtin (`range`, `repeat`, `recurse`, `while`, `until`) spends
+//!   from a step budget, evaluation has a deadline, and the number of outputs is capped; an
+//!   exhausted budget is an [`EvalError::Budget`], never a hang.
+//!
+//! ```
+//! use wlmap_expr::{Expr, Limits, to_val};
+//! let e = Expr::compile(".spec.replicatedJobs[] | .replicas // 1").unwrap();
+//! let obj = to_val(&serde_json::json!({"spec": {"replicatedJobs": [{"replicas": 2}, {}]}}));
+//! let out = e.eval(&obj, &[], &Limits::default()).unwrap();
+//! assert_eq!(out.iter().map(wlmap_expr::from_val).collect::<Vec<_>>(), vec![serde_json::json!(2), serde_json::json!(1)]);
+//!
+//! let err = Expr::compile("env.HOME").unwrap_err();
+//! assert!(err.to_string().contains("env"));
+//! let spin = Expr::compile("last(repeat(.))").unwrap();
+//! assert!(matches!(spin.eval(&obj, &[], &Limits::default()), Err(wlmap_expr::EvalError::Budget { .. })));
+//! ```
+
+mod convert;
+mod sandbox;
+
+pub use convert::{from_val, to_jq_string, to_val};
+pub use jaq_json::Val;
+pub use sandbox::Sandbox;
+
+use jaq_core::load::lex::{StrPart, Tok, Token};
+use jaq_core::load::{Arena, File, Loader};
+use jaq_core::{Compiler, Ctx, Vars};
+use sandbox::{Budget, FORBIDDEN_VARS, FORBIDDEN_WORDS, PRELUDE, REMOVED_NATIVES, RunData};
+use std::ops::Range;
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+/// Limits of one evaluation.
+///
+/// ```
+/// let l = wlmap_expr::Limits::default();
+/// assert_eq!(l.max_outputs, 10_000);
+/// ```
+#[derive(Debug, Clone)]
+pub struct Limits {
+    /// Iterations of loop builtins (`range`, `repeat`, `recurse`, `while`, `until`).
+    pub max_steps: u64,
+    /// Number of outputs of one expression.
+    pub max_outputs: usize,
+    /// Wall-clock budget, checked while looping.
+    pub timeout: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_steps: 100_000,
+            max_outputs: 10_000,
+            timeout: Duration::from_secs(1),
+        }
+    }
+}
+
+/// An expression that failed to compile.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message} at byte {}..{} of `{source_text}`", span.start, span.end)]
+pub struct CompileError {
+    /// The expression text.
+    pub source_text: String,
+    /// Byte range inside the expression.
+    pub span: Range<usize>,
+    /// What is wrong.
+    pub message: String,
+}
+
+/// An evaluation that failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum EvalError {
+    /// A jq run-time error, e.g. `.a * 2` on a string (`cannot multiply`).
+    #[error("{message}")]
+    Runtime {
+        /// jq's message.
+        message: String,
+    },
+    /// `last(range(1e12))`: the step, time or output budget ran out.
+    #[error("evaluation exceeded its {which}")]
+    Budget {
+        /// Which budget: `step budget`, `time budget` or `output cap`.
+        which: String,
+    },
+}
+
+type Filter = jaq_core::Filter<Sandbox>;
+
+/// A compiled, sandboxed jq expression.
+///
+/// `Expr` is `Send + Sync`: compile once, share it between threads, evaluate anywhere.
+pub struct Expr {
+    text: String,
+    filter: Filter,
+    vars: Vec<String>,
+    paths: OnceLock<Result<Filter, CompileError>>,
+}
+
+impl std::fmt::Debug for Expr {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Expr").field("text", &self.text).finish()
+    }
+}
+
+impl Expr {
+    /// Compile an expression with no variables.
+    ///
+    /// ```
+    /// assert!(wlmap_expr::Expr::compile(".a |").is_err());
+    /// ```
+    pub fn compile(text: &str) -> Result<Expr, CompileError> {
+        Self::compile_with_vars(text, &[])
+    }
+
+    /// Compile an expression that may read the given global variables (names without `$`).
+    ///
+    /// ```
+    /// use wlmap_expr::{Expr, Limits, to_val};
+    /// let e = Expr::compile_with_vars("$runtime.spec.x", &["runtime"]).unwrap();
+    /// let rt = to_val(&serde_json::json!({"spec": {"x": 3}}));
+    /// let out = e.eval(&to_val(&serde_json::json!(null)), &[rt], &Limits::default()).unwrap();
+    /// assert_eq!(wlmap_expr::from_val(&out[0]), serde_json::json!(3));
+    /// ```
+    pub fn compile_with_vars(text: &str, vars: &[&str]) -> Result<Expr, CompileError> {
+        check_sandbox(text)?;
+        let filter = compile_filter(text, text, vars)?;
+        Ok(Expr {
+            text: text.to_string(),
+            filter,
+            vars: vars.iter().map(|v| v.to_string()).collect(),
+            paths: OnceLock::new(),
+        })
+    }
+
+    /// The expression's text.
+    ///
+    /// ```
+    /// assert_eq!(wlmap_expr::Expr::compile(".a").unwrap().text(), ".a");
+    /// ```
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// Evaluate on an input, with values for the declared variables (in declaration order).
+    ///
+    /// ```
+    /// use wlmap_expr::{Expr, Limits, to_val};
+    /// let e = Expr::compile(".a[]").unwrap();
+    /// let out = e.eval(&to_val(&serde_json::json!({"a": [1, 2]})), &[], &Limits::default()).unwrap();
+    /// assert_eq!(out.len(), 2);
+    /// ```
+    pub fn eval(&self, input: &Val, vars: &[Val], limits: &Limits) -> Result<Vec<Val>, EvalError> {
+        run(&self.filter, input, vars, limits, self.vars.len())
+    }
+
+    /// The first output, or `None` when the expression yields nothing.
+    ///
+    /// ```
+    /// use wlmap_expr::{Expr, Limits, to_val};
+    /// let e = Expr::compile(".a // 1").unwrap();
+    /// let v = e.first(&to_val(&serde_json::json!({})), &[], &Limits::default()).unwrap();
+    /// assert_eq!(wlmap_expr::from_val(&v.unwrap()), serde_json::json!(1));
+    /// ```
+    pub fn first(
+        &self,
+        input: &Val,
+        vars: &[Val],
+        limits: &Limits,
+    ) -> Result<Option<Val>, EvalError> {
+        Ok(
+            run_take(&self.filter, input, vars, limits, self.vars.len(), 1)?
+                .into_iter()
+                .next(),
+        )
+    }
+
+    /// The paths the expression designates in the input (jq's `path(EXPR)`), as JSON arrays
+    /// of keys and indices. Used to write at the places an expression reads from.
+    ///
+    /// ```
+    /// use wlmap_expr::{Expr, Limits, to_val};
+    /// let e = Expr::compile(".spec.jobs[].template").unwrap();
+    /// let doc = to_val(&serde_json::json!({"spec": {"jobs": [{}, {}]}}));
+    /// let p = e.paths(&doc, &[], &Limits::default()).unwrap();
+    /// assert_eq!(p[1], serde_json::json!(["spec", "jobs", 1, "template"]));
+    /// ```
+    pub fn paths(
+        &self,
+        input: &Val,
+        vars: &[Val],
+        limits: &Limits,
+    ) -> Result<Vec<serde_json::Value>, EvalError> {
+        let vars_ref: Vec<&str> = self.vars.iter().map(String::as_str).collect();
+        let filter = self
+            .paths
+            .get_or_init(|| compile_filter(&format!("path({})", self.text), &self.text, &vars_ref))
+            .as_ref()
+            .map_err(|e| EvalError::Runtime {
+                message: format!("expression is not a path: {}", e.message),
+            })?;
+        let out = run(filter, input, vars, limits, self.vars.len())?;
+        Ok(out.iter().map(from_val).collect())
+    }
+}
+
+fn run(
+    filter: &Filter,
+    input: &Val,
+    vars: &[Val],
+    limits: &Limits,
+    nvars: usize,
+) -> Result<Vec<Val>, EvalError> {
+    run_take(filter, input, vars, limits, nvars, usize::MAX)
+}
+
+fn run_take(
+    filter: &Filter,
+    input: &Val,
+    vars: &[Val],
+    limits: &Limits,
+    nvars: usize,
+    take: usize,
+) -> Result<Vec<Val>, EvalError> {
+    let mut vals: Vec<Val> = vars.iter().take(nvars).cloned().collect();
+    vals.resize(nvars, Val::Null);
+    let deadline = Instant::now().checked_add(limits.timeout);
+    let budget = Budget::new(limits.max_steps, deadline);
+    let data = RunData {
+        lut: &filter.lut,
+        budget: &budget,
+    };
+    let ctx = Ctx::<Sandbox>::new(data, Vars::new(vals));
+    let mut out = Vec::new();
+    for r in filter.id.run((ctx, input.clone())) {
+        if let Some(which) = budget.exhausted() {
+            return Err(EvalError::Budget {
+                which: which.to_string(),
+            });
+        }
+        match r {
+            Ok(v) => {
+                if out.len() >= limits.max_outputs {
+                    return Err(EvalError::Budget {
+                        which: format!("output cap of {}", limits.max_outputs),
+                    });
+                }
+                out.push(v);
+                if out.len() >= take {
+                    break;
+                }
+            }
+            Err(e) => {
+                // Never `unwrap_valr`: it exits the process on `halt`. Inspect the exception.
+                let message = match e.get_err() {
+                    Ok(err) => err.to_string(),
+                    Err(_) => "unexpected control flow".to_string(),
+                };
+                return Err(EvalError::Runtime { message });
+            }
+        }
+    }
+    if let Some(which) = budget.exhausted() {
+        return Err(EvalError::Budget {
+            which: which.to_string(),
+        });
+    }
+    Ok(out)
+}
+
+fn compile_filter(code: &str, shown: &str, vars: &[&str]) -> Result<Filter, CompileError> {
+    let defs = jaq_core::defs()
+        .chain(jaq_std::defs())
+        .chain(jaq_json::defs())
+        .chain(jaq_core::load::parse(PRELUDE, |p| p.defs()).unwrap_or_default());
+    let funs = jaq_core::funs::<Sandbox>()
+        .chain(jaq_std::funs::<Sandbox>())
+        .chain(jaq_json::funs::<Sandbox>())
+        .filter(|(name, _, _)| !REMOVED_NATIVES.contains(name) && *name != "range")
+        .chain(sandbox::natives());
+    let loader = Loader::new(defs);
+    let arena = Arena::default();
+    let offset = code.find(shown).unwrap_or(0);
+    let err = |part: &str, message: String| {
+        let r = jaq_core::load::span(code, part);
+        let start = r.start.saturating_sub(offset).min(shown.len());
+        let end = r.end.saturating_sub(offset).min(shown.len()).max(start);
+        CompileError {
+            source_text: shown.to_string(),
+            span: start..end,
+            message,
+        }
+    };
+    let modules = loader
+        .load(&arena, File { code, path: () })
+        .map_err(|errs| {
+            let (_, e) = errs
+                .into_iter()
+                .next()
+                .expect("load errors are never empty");
+            match e {
+                jaq_core::load::Error::Lex(es) => {
+                    let (exp, part) = &es[0];
+                    err(part, format!("expected {}", exp.as_str()))
+                }
+                jaq_core::load::Error::Parse(es) => {
+                    let (exp, part) = &es[0];
+                    err(part, format!("expected {}", exp.as_str()))
+                }
+                jaq_core::load::Error::Io(es) => CompileError {
+                    source_text: shown.to_string(),
+                    span: 0..0,
+                    message: es.first().map(|e| e.1.clone()).unwrap_or_default(),
+                },
+            }
+        })?;
+    let globals: Vec<String> = vars.iter().map(|v| format!("${v}")).collect();
+    Compiler::default()
+        .with_funs(funs)
+        .with_global_vars(globals.iter().map(String::as_str))
+        .compile(modules)
+        .map_err(|errs| {
+            let (_, es) = errs
+                .into_iter()
+                .next()
+                .expect("compile errors are never empty");
+            let (part, undef) = &es[0];
+            err(part, format!("undefined {} `{}`", undef.as_str(), part))
+        })
+}
+
+/// Refuse forbidden builtins and variables, with the span of the first offending token.
+fn check_sandbox(text: &str) -> Result<(), CompileError> {
+    let Ok(tokens) = jaq_core::load::lex::Lexer::new(text).lex() else {
+        return Ok(()); // the compiler reports lex errors with their own spans
+    };
+    fn walk<'a>(text: &'a str, toks: &[Token<&'a str>]) -> Result<(), CompileError> {
+        for Token(s, tok) in toks {
+            let found = match tok {
+                Tok::Word => FORBIDDEN_WORDS.iter().find(|(w, _)| w == s),
+                Tok::Var => FORBIDDEN_VARS.iter().find(|(w, _)| w == s),
+                Tok::Block(inner) => {
+                    walk(text, inner)?;
+                    None
+                }
+                Tok::Str(parts) => {
+                    for p in parts {
+                        if let StrPart::Term(t) = p {
+                            walk(text, std::slice::from_ref(t))?;
+                        }
+                    }
+                    None
+                }
+                _ => None,
+            };
+            if let Some((w, why)) = found {
+                let span = jaq_core::load::span(text, s);
+                return Err(CompileError {
+                    source_text: text.to_string(),
+                    span,
+                    message: format!("`{w}` is not available in definition expressions: it {why}"),
+                });
+            }
+        }
+        Ok(())
+    }
+    walk(text, &tokens)?;
+    check_recursion(text)
+}
+
+/// Refuse recursive `def`s: with lexical scoping, a definition can only recurse by calling its
+/// own name from its body (or from a definition nested in it).
+fn check_recursion(text: &str) -> Result<(), CompileError> {
+    use jaq_core::load::parse::{Pattern, Term};
+    use jaq_core::path::Part;
+    let Some(term) = jaq_core::load::parse(text, |p| p.term()) else {
+        return Ok(()); // syntax errors are reported by the compiler with their spans
+    };
+    fn calls(t: &Term<&str>, name: &str) -> bool {
+        match t {
+            Term::Call(n, args) => *n == name || args.iter().any(|a| calls(a, name)),
+            Term::Str(_, parts) => parts
+                .iter()
+                .any(|p| matches!(p, jaq_core::load::lex::StrPart::Term(t) if calls(t, name))),
+            Term::Arr(a) => a.as_ref().is_some_and(|a| calls(a, name)),
+            Term::Obj(kvs) => kvs
+                .iter()
+                .any(|(k, v)| calls(k, name) || v.as_ref().is_some_and(|v| calls(v, name))),
+            Term::Neg(a) | Term::Label(_, a) => calls(a, name),
+            Term::BinOp(a, _, b) => calls(a, name) || calls(b, name),
+            Term::Fold(_, x, pat, ts) => {
+                calls(x, name) || pattern_calls(pat, name) || ts.iter().any(|t| calls(t, name))
+            }
+            Term::TryCatch(a, b) => calls(a, name) || b.as_ref().is_some_and(|b| calls(b, name)),
+            Term::IfThenElse(branches, e) => {
+                branches
+                    .iter()
+                    .any(|(c, t)| calls(c, name) || calls(t, name))
+                    || e.as_ref().is_some_and(|e| calls(e, name))
+            }
+            Term::Def(defs, body) => defs.iter().any(|d| calls(&d.body, name)) || calls(body, name),
+            Term::Path(t, path) => {
+                calls(t, name)
+                    || path.0.iter().any(|(part, _)| match part {
+                        Part::Index(i) => calls(i, name),
+                        Part::Range(a, b) => {
+                            a.as_ref().is_some_and(|a| calls(a, name))
+                                || b.as_ref().is_some_and(|b| calls(b, name))
+                        }
+                    })
+            }
+            _ => false,
+        }
+    }
+    fn pattern_calls(p: &Pattern<&str>, name: &str) -> bool {
+        match p {
+            Pattern::Var(_) => false,
+            Pattern::Arr(ps) => ps.iter().any(|p| pattern_calls(p, name)),
+            Pattern::Obj(kvs) => kvs
+                .iter()
+                .any(|(k, p)| calls(k, name) || pattern_calls(p, name)),
+        }
+    }
+    fn find<'a>(t: &Term<&'a str>) -> Option<&'a str> {
+        match t {
+            Term::Def(defs, body) => defs
+                .iter()
+                .find(|d| calls(&d.body, d.name))
+                .map(|d| d.name)
+                .or_else(|| defs.iter().find_map(|d| find(&d.body)))
+                .or_else(|| find(body)),
+            Term::Path(t, _) | Term::Neg(t) | Term::Label(_, t) => find(t),
+            Term::BinOp(a, _, b) => find(a).or_else(|| find(b)),
+            Term::Arr(Some(a)) => find(a),
+            Term::TryCatch(a, b) => find(a).or_else(|| b.as_deref().and_then(find)),
+            Term::IfThenElse(br, e) => br
+                .iter()
+                .find_map(|(c, t)| find(c).or_else(|| find(t)))
+                .or_else(|| e.as_deref().and_then(find)),
+            Term::Fold(_, x, _, ts) => find(x).or_else(|| ts.iter().find_map(find)),
+            Term::Call(_, args) => args.iter().find_map(find),
+            Term::Obj(kvs) => kvs
+                .iter()
+                .find_map(|(k, v)| find(k).or_else(|| v.as_ref().and_then(find))),
+            _ => None,
+        }
+    }
+    match find(&term) {
+        Some(name) => Err(CompileError {
+            source_text: text.to_string(),
+            span: jaq_core::load::span(text, name),
+            message: format!(
+                "`{name}` calls itself: recursive definitions are not available in definition expressions (they can run without bound)"
+            ),
+        }),
+        None => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests;

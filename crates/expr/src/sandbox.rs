@@ -1,0 +1,215 @@
+//! The run-time data of a sandboxed evaluation: a step budget and a deadline that the
+//! looping builtins consult, so that no expression can run unbounded.
+
+use jaq_core::data::{DataT, HasLut};
+use jaq_core::native::{Fun, bome, v};
+use jaq_core::{Exn, Lut, Native};
+use jaq_json::Val;
+use std::cell::Cell;
+use std::time::Instant;
+
+/// Names no definition expression may use: they read the process environment or other input,
+/// write outside the result, stop the process, define (possibly recursive) functions, or grow
+/// without bound.
+pub(crate) const FORBIDDEN_WORDS: &[(&str, &str)] = &[
+    ("env", "reads the process environment"),
+    ("halt", "stops the process"),
+    ("halt_error", "stops the process"),
+    ("debug", "writes to stderr"),
+    ("stderr", "writes to stderr"),
+    ("input", "reads other input"),
+    ("inputs", "reads other input"),
+    ("input_filename", "reads the input file name"),
+    ("input_line_number", "reads other input"),
+    ("get_search_list", "reads the module search path"),
+    ("get_prog_origin", "reads the program location"),
+    ("get_jq_origin", "reads the program location"),
+    ("import", "loads modules"),
+    ("include", "loads modules"),
+    ("combinations", "grows exponentially"),
+    ("input_stream", "reads other input"),
+];
+
+/// Variables no definition expression may read.
+pub(crate) const FORBIDDEN_VARS: &[(&str, &str)] = &[
+    ("$ENV", "reads the process environment"),
+    ("$__prog_args", "reads the program arguments"),
+    ("$__loc__", "reads the program location"),
+];
+
+/// Natives of jaq-std that are not registered at all (defence in depth behind the lexical check).
+pub(crate) const REMOVED_NATIVES: &[&str] = &[
+    "env",
+    "halt",
+    "stderr_empty",
+    "debug_empty",
+    "input",
+    "inputs",
+];
+
+/// Budget of one evaluation.
+pub(crate) struct Budget {
+    steps_left: Cell<u64>,
+    deadline: Option<Instant>,
+    exhausted: Cell<Option<&'static str>>,
+}
+
+impl Budget {
+    pub(crate) fn new(steps: u64, deadline: Option<Instant>) -> Self {
+        Budget {
+            steps_left: Cell::new(steps),
+            deadline,
+            exhausted: Cell::new(None),
+        }
+    }
+
+    /// Spend one step; `Err` once the step budget or the deadline is exhausted.
+    fn tick(&self) -> Result<(), &'static str> {
+        if let Some(why) = self.exhausted.get() {
+            return Err(why);
+        }
+        let left = self.steps_left.get();
+        if left == 0 {
+            self.exhausted.set(Some("step budget"));
+            return Err("step budget");
+        }
+        self.steps_left.set(left - 1);
+        if left.is_multiple_of(1024) && self.deadline.is_some_and(|d| Instant::now() > d) {
+            self.exhausted.set(Some("time budget"));
+            return Err("time budget");
+        }
+        Ok(())
+    }
+
+    /// Which budget ran out, if any.
+    pub(crate) fn exhausted(&self) -> Option<&'static str> {
+        self.exhausted.get()
+    }
+}
+
+/// The data kind of sandboxed filters: JSON values plus a budget.
+pub struct Sandbox;
+
+impl DataT for Sandbox {
+    type V<'a> = Val;
+    type Data<'a> = RunData<'a>;
+}
+
+/// What a running filter can reach: its lookup table and its budget. Nothing else.
+#[derive(Clone)]
+pub struct RunData<'a> {
+    pub(crate) lut: &'a Lut<Sandbox>,
+    pub(crate) budget: &'a Budget,
+}
+
+impl<'a> HasLut<'a, Sandbox> for RunData<'a> {
+    fn lut(&self) -> &'a Lut<Sandbox> {
+        self.lut
+    }
+}
+
+fn budget_error(why: &str) -> Exn<'static, Val> {
+    Exn::from(jaq_core::Error::new(Val::from(format!(
+        "evaluation exceeded its {why}"
+    ))))
+}
+
+/// Natives that replace or extend the standard ones: `__tick` and a budgeted `range/3`.
+pub(crate) fn natives() -> impl Iterator<Item = Fun<Sandbox>> {
+    let tick: Fun<Sandbox> = (
+        "__tick",
+        v(0),
+        Native::new(|cv| {
+            let r =
+                cv.0.data()
+                    .budget
+                    .tick()
+                    .map(|()| cv.1.clone())
+                    .map_err(budget_error);
+            Box::new(std::iter::once(r))
+        }),
+    );
+    let range: Fun<Sandbox> = (
+        "range",
+        v(3),
+        Native::new(|mut cv| {
+            let by = cv.0.pop_var();
+            let to = cv.0.pop_var();
+            let from = cv.0.pop_var();
+            let budget = cv.0.data().budget;
+            let num = |v: &Val| match v {
+                Val::Num(n) => n.to_string().parse::<f64>().ok(),
+                _ => None,
+            };
+            let (Some(f), Some(t), Some(b)) = (num(&from), num(&to), num(&by)) else {
+                return bome(Err(jaq_core::Error::new(Val::from(
+                    "range arguments must be numbers".to_string(),
+                ))));
+            };
+            let ints = [&from, &by]
+                .iter()
+                .all(|v| matches!(v, Val::Num(jaq_json::Num::Int(_))));
+            let mut x = f;
+            Box::new(std::iter::from_fn(move || {
+                let more = if b > 0.0 {
+                    x < t
+                } else if b < 0.0 {
+                    x > t
+                } else {
+                    false
+                };
+                if !more {
+                    return None;
+                }
+                if let Err(why) = budget.tick() {
+                    x = t; // stop after this error
+                    return Some(Err(budget_error(why)));
+                }
+                let integral = x.fract() == 0.0 && x.abs() < 9.0e15;
+                let out = if ints || integral {
+                    Val::from(x as isize)
+                } else {
+                    Val::from(x)
+                };
+                x += b;
+                Some(Ok(out))
+            }))
+        }),
+    );
+    // The standard library's own definitions (`halt_error`, `debug`, ...) refer to these, so
+    // they exist, but only as errors: nothing can reach the process through them.
+    let refused = |name: &'static str, arity: usize| -> Fun<Sandbox> {
+        (
+            name,
+            v(arity),
+            Native::new(|_cv| {
+                bome(Err(jaq_core::Error::new(Val::from(
+                    "builtin not available in definition expressions".to_string(),
+                ))))
+            }),
+        )
+    };
+    [
+        tick,
+        range,
+        refused("env", 0),
+        refused("halt", 1),
+        refused("stderr_empty", 0),
+        refused("debug_empty", 0),
+    ]
+    .into_iter()
+}
+
+/// Definitions that put a step on every iteration of the recursive builtins.
+pub(crate) const PRELUDE: &str = r#"
+def repeat(f): def rec: f, (__tick | rec); rec;
+def recurse(f): def rec: ., (f | __tick | rec); rec;
+def recurse: recurse(.[]?);
+def recurse(f; cond): recurse(f | select(cond));
+def while(cond; update): def rec: if cond then ., (update | __tick | rec) else empty end; rec;
+def until(cond; update): def rec: if cond then . else update | __tick | rec end; rec;
+def range(from; to): range(from; to; 1);
+def range(to): range(0; to);
+def IN(s): any(s == .; .);
+def IN(src; s): any(src == s; .);
+"#;

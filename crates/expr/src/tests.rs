@@ -1,0 +1,193 @@
+use super::*;
+use serde_json::json;
+
+fn eval(expr: &str, input: serde_json::Value) -> Result<Vec<serde_json::Value>, EvalError> {
+    let e = Expr::compile(expr).expect("compiles");
+    e.eval(&to_val(&input), &[], &Limits::default())
+        .map(|v| v.iter().map(from_val).collect())
+}
+
+macro_rules! yields {
+    ($name:ident, $expr:expr, $input:expr, [$($out:expr),*]) => {
+        #[test]
+        fn $name() {
+            assert_eq!(eval($expr, $input).unwrap(), Vec::<serde_json::Value>::from([$($out),*]));
+        }
+    };
+}
+
+yields!(plain_path, ".a.b", json!({"a": {"b": 1}}), [json!(1)]);
+yields!(missing_path_is_null, ".a.b", json!({}), [json!(null)]);
+yields!(alternative, ".a // 7", json!({}), [json!(7)]);
+yields!(iterate_optional, ".a[]?", json!({}), []);
+yields!(
+    keys_keep_document_order,
+    ".s | to_entries[] | .key",
+    json!({"s": {"head": 1, "dashboard": 2}}),
+    [json!("head"), json!("dashboard")]
+);
+yields!(
+    tostring_of_bool,
+    ".a | tostring",
+    json!({"a": true}),
+    [json!("true")]
+);
+yields!(
+    in_builtin,
+    ".t | IN(\"Ready\", \"Available\")",
+    json!({"t": "Ready"}),
+    [json!(true)]
+);
+yields!(range_small, "[range(3)]", json!(null), [json!([0, 1, 2])]);
+yields!(
+    bracket_key,
+    ".metadata.labels[\"a/b\"]",
+    json!({"metadata": {"labels": {"a/b": "x"}}}),
+    [json!("x")]
+);
+yields!(
+    any_all,
+    "(.c // []) | any(.status == \"True\")",
+    json!({"c": [{"status": "True"}]}),
+    [json!(true)]
+);
+
+#[test]
+fn compile_error_points_into_the_expression() {
+    let e = Expr::compile(".spec | foo(1)").unwrap_err();
+    assert_eq!(&e.source_text[e.span.clone()], "foo");
+    assert!(e.message.contains("undefined"), "{}", e.message);
+}
+
+#[test]
+fn syntax_error_has_a_span() {
+    let e = Expr::compile(".a | | .b").unwrap_err();
+    assert!(e.span.start >= 3, "{:?}", e.span);
+}
+
+#[test]
+fn forbidden_builtins_are_refused_with_their_span() {
+    for (expr, word) in [
+        ("env.AWS_SECRET_ACCESS_KEY", "env"),
+        ("$ENV.HOME", "$ENV"),
+        ("input", "input"),
+        ("[inputs]", "inputs"),
+        ("input_filename", "input_filename"),
+        ("$__prog_args", "$__prog_args"),
+        (".a | debug", "debug"),
+        (".a | stderr", "stderr"),
+        ("halt", "halt"),
+        ("\"x\" | halt_error", "halt_error"),
+        ("\"\\(env)\"", "env"),
+    ] {
+        let e = Expr::compile(expr).expect_err(expr);
+        assert_eq!(&e.source_text[e.span.clone()], word, "{expr}");
+        assert!(e.message.contains("not available"), "{expr}: {}", e.message);
+    }
+}
+
+#[test]
+fn recursive_definitions_are_refused() {
+    for (expr, name) in [
+        ("def f: f; f", "f"),
+        ("def g(x): x | g(x); g(.)", "g"),
+        ("def outer: def inner: outer; inner; outer", "outer"),
+        ("[.[] | def h: 1 + h; h]", "h"),
+    ] {
+        let e = Expr::compile(expr).expect_err(expr);
+        assert_eq!(&e.source_text[e.span.clone()], name, "{expr}");
+        assert!(e.message.contains("recursive"), "{}", e.message);
+    }
+    assert_eq!(
+        eval("def twice(f): f | f; .a | twice(. + 1)", json!({"a": 1})).unwrap(),
+        vec![json!(3)]
+    );
+}
+
+#[test]
+fn field_named_like_a_forbidden_builtin_is_fine() {
+    assert_eq!(eval(".env", json!({"env": 1})).unwrap(), vec![json!(1)]);
+    assert_eq!(
+        eval(".spec.input", json!({"spec": {"input": 2}})).unwrap(),
+        vec![json!(2)]
+    );
+}
+
+#[test]
+fn unbounded_loops_hit_the_budget() {
+    for expr in [
+        "last(repeat(.))",
+        "last(range(1e12))",
+        "[range(1e9)]",
+        "reduce range(1e9) as $i (.; .)",
+        "last(recurse(.))",
+        "[.[]?] | until(false; .)",
+        "[limit(1e9; repeat(1))] | length",
+    ] {
+        match eval(expr, json!({"a": 1})) {
+            Err(EvalError::Budget { .. }) => {}
+            other => panic!("{expr}: {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn budget_error_cannot_be_swallowed_by_try() {
+    assert!(matches!(
+        eval("[try repeat(1) catch 0] | length", json!(null)),
+        Err(EvalError::Budget { .. })
+    ));
+    assert!(matches!(
+        eval("[repeat(1)?] | length", json!(null)),
+        Err(EvalError::Budget { .. })
+    ));
+}
+
+#[test]
+fn output_cap() {
+    let e = Expr::compile(".[]").unwrap();
+    let input = to_val(&json!((0..20).collect::<Vec<_>>()));
+    let limits = Limits {
+        max_outputs: 10,
+        ..Limits::default()
+    };
+    assert!(matches!(
+        e.eval(&input, &[], &limits),
+        Err(EvalError::Budget { .. })
+    ));
+}
+
+#[test]
+fn runtime_error_message() {
+    let e = eval(".a * .b", json!({"a": {}, "b": "x"})).unwrap_err();
+    assert!(matches!(e, EvalError::Runtime { .. }));
+}
+
+#[test]
+fn first_stops_early() {
+    let e = Expr::compile("range(1e15)").unwrap();
+    let v = e
+        .first(&to_val(&json!(null)), &[], &Limits::default())
+        .unwrap();
+    assert_eq!(from_val(&v.unwrap()), json!(0));
+}
+
+#[test]
+fn paths_of_an_iterating_expression() {
+    let e = Expr::compile(".spec.replicatedJobs[].template.spec.template").unwrap();
+    let doc = to_val(&json!({"spec": {"replicatedJobs": [{"template": {}}, {"template": {}}]}}));
+    let p = e.paths(&doc, &[], &Limits::default()).unwrap();
+    assert_eq!(
+        p,
+        vec![
+            json!(["spec", "replicatedJobs", 0, "template", "spec", "template"]),
+            json!(["spec", "replicatedJobs", 1, "template", "spec", "template"])
+        ]
+    );
+}
+
+#[test]
+fn expr_is_send_and_sync() {
+    fn is<T: Send + Sync>() {}
+    is::<Expr>();
+}

@@ -1,0 +1,390 @@
+//! # wlmap-kube
+//!
+//! Cluster access for wlmap, and the only crate with a network client: kubeconfig (contexts,
+//! exec credential plugins, in-cluster config), API discovery, and **paginated LISTs** that
+//! turn a cluster into the same plain JSON objects a snapshot gives. One LIST per kind (in
+//! pages), one GET per object; retries with backoff on throttling, server errors and timeouts,
+//! up to a bound; a listing is either complete or an error, never silently partial.
+//!
+//! ```no_run
+//! use wlmap_kube::{Cluster, ConnectOptions};
+//! let cluster = Cluster::connect(&ConnectOptions::default()).unwrap();
+//! let gvk = wlmap_schema::GroupVersionKind::new("batch", "v1", "Job");
+//! if let Some(kind) = cluster.resource(&gvk).unwrap() {
+//!     let jobs = cluster.list(&kind, Some("default")).unwrap();
+//!     println!("{} jobs", jobs.len());
+//! }
+//! ```
+
+use kube::discovery::{ApiResource, Scope};
+use kube::{Client, Config, Discovery};
+use serde_json::Value;
+use std::cell::{Cell, RefCell};
+use std::path::PathBuf;
+use std::time::Duration;
+use wlmap_schema::GroupVersionKind;
+
+/// Errors of cluster access. Messages name the server and never carry credentials.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// No usable kubeconfig or in-cluster configuration.
+    #[error("no cluster configuration: {0}")]
+    Config(String),
+    /// The API server cannot be reached (refused, DNS, TLS, timeout).
+    #[error("cannot reach the API server at {server}: {message}")]
+    Unreachable {
+        /// Server URL.
+        server: String,
+        /// Why.
+        message: String,
+    },
+    /// RBAC refused the request.
+    #[error("forbidden: {0}")]
+    Forbidden(String),
+    /// The object (or kind) does not exist.
+    #[error("not found: {0}")]
+    NotFound(String),
+    /// Another writer changed the object (optimistic concurrency).
+    #[error("conflict: {0}")]
+    Conflict(String),
+    /// Any other API error.
+    #[error("API error {code}: {message}")]
+    Api {
+        /// HTTP status code.
+        code: u16,
+        /// Server message.
+        message: String,
+    },
+}
+
+/// Result with this crate's error.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// How to connect.
+#[derive(Debug, Clone, Default)]
+pub struct ConnectOptions {
+    /// A kubeconfig file (else `$KUBECONFIG`, `~/.kube/config`, then in-cluster).
+    pub kubeconfig: Option<PathBuf>,
+    /// A context name.
+    pub context: Option<String>,
+    /// Per-request timeout (default 30 s).
+    pub timeout: Option<Duration>,
+    /// Page size of LISTs (default 500).
+    pub page_size: Option<u32>,
+}
+
+/// A kind the server serves.
+#[derive(Debug, Clone)]
+pub struct Kind {
+    /// Group/version/kind/plural.
+    pub resource: ApiResource,
+    /// True for namespaced kinds.
+    pub namespaced: bool,
+}
+
+/// A connected cluster.
+pub struct Cluster {
+    rt: tokio::runtime::Runtime,
+    client: Client,
+    server: String,
+    default_namespace: String,
+    discovery: RefCell<Option<Discovery>>,
+    timeout: Duration,
+    page_size: u32,
+    requests: Cell<u64>,
+    /// Retries per request on 429/5xx/timeouts.
+    pub max_retries: u32,
+}
+
+impl Cluster {
+    /// Connect with a kubeconfig (or in-cluster configuration). No request is made yet.
+    pub fn connect(opts: &ConnectOptions) -> Result<Cluster> {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| Error::Config(e.to_string()))?;
+        let timeout = opts.timeout.unwrap_or(Duration::from_secs(30));
+        let mut config = rt.block_on(async {
+            let ko = kube::config::KubeConfigOptions { context: opts.context.clone(), ..Default::default() };
+            match &opts.kubeconfig {
+                Some(p) => {
+                    let kc = kube::config::Kubeconfig::read_from(p).map_err(|e| Error::Config(format!("{}: {e}", p.display())))?;
+                    Config::from_custom_kubeconfig(kc, &ko).await.map_err(|e| Error::Config(format!("{}: {e}", p.display())))
+                }
+                None => match Config::from_kubeconfig(&ko).await {
+                    Ok(c) => Ok(c),
+                    Err(kerr) => Config::incluster().map_err(|ierr| Error::Config(format!("no kubeconfig ({kerr}) and not in a cluster ({ierr}); use --kubeconfig, --snapshot or --demo"))),
+                },
+            }
+        })?;
+        config.connect_timeout = Some(timeout.min(Duration::from_secs(10)));
+        config.read_timeout = Some(timeout);
+        let server = config.cluster_url.to_string();
+        let default_namespace = config.default_namespace.clone();
+        let client = Client::try_from(config).map_err(|e| Error::Config(e.to_string()))?;
+        Ok(Cluster {
+            rt,
+            client,
+            server,
+            default_namespace,
+            discovery: RefCell::new(None),
+            timeout,
+            page_size: opts.page_size.unwrap_or(500),
+            requests: Cell::new(0),
+            max_retries: 4,
+        })
+    }
+
+    /// The API server URL.
+    pub fn server(&self) -> &str {
+        &self.server
+    }
+
+    /// The context's namespace (or `default`).
+    pub fn default_namespace(&self) -> &str {
+        &self.default_namespace
+    }
+
+    /// Requests sent so far (LIST pages, GETs, discovery).
+    pub fn requests(&self) -> u64 {
+        self.requests.get()
+    }
+
+    fn classify(&self, e: kube::Error, what: &str) -> Error {
+        match e {
+            kube::Error::Api(s) => match s.code {
+                403 => Error::Forbidden(format!("{what}: {}", s.message)),
+                404 => Error::NotFound(format!("{what}: {}", s.message)),
+                409 => Error::Conflict(format!("{what}: {}", s.message)),
+                code => Error::Api {
+                    code,
+                    message: format!("{what}: {}", s.message),
+                },
+            },
+            other => Error::Unreachable {
+                server: self.server.clone(),
+                message: root_cause(&other),
+            },
+        }
+    }
+
+    fn send(&self, req: http::Request<Vec<u8>>, what: &str) -> Result<Value> {
+        let mut attempt = 0;
+        loop {
+            self.requests.set(self.requests.get() + 1);
+            let r = self.rt.block_on(async {
+                tokio::time::timeout(self.timeout, self.client.request::<Value>(clone_req(&req)))
+                    .await
+            });
+            let err = match r {
+                Ok(Ok(v)) => return Ok(v),
+                Ok(Err(e)) => self.classify(e, what),
+                Err(_) => Error::Unreachable {
+                    server: self.server.clone(),
+                    message: format!("{what}: no answer within {:?}", self.timeout),
+                },
+            };
+            let retriable = match &err {
+                Error::Api { code, .. } => *code == 429 || *code >= 500,
+                Error::Unreachable { message, .. } => {
+                    !message.contains("refused") && !message.contains("dns")
+                }
+                _ => false,
+            };
+            if !retriable || attempt >= self.max_retries {
+                return Err(err);
+            }
+            attempt += 1;
+            std::thread::sleep(Duration::from_millis(200 * (1 << attempt.min(5))));
+        }
+    }
+
+    fn discovery(&self) -> Result<()> {
+        if self.discovery.borrow().is_some() {
+            return Ok(());
+        }
+        self.requests.set(self.requests.get() + 2);
+        let d = self.rt.block_on(async {
+            tokio::time::timeout(
+                self.timeout * 2,
+                Discovery::new(self.client.clone()).run_aggregated(),
+            )
+            .await
+        });
+        let d = match d {
+            Ok(Ok(d)) => d,
+            Ok(Err(e)) => return Err(self.classify(e, "API discovery")),
+            Err(_) => {
+                return Err(Error::Unreachable {
+                    server: self.server.clone(),
+                    message: "API discovery timed out".into(),
+                });
+            }
+        };
+        *self.discovery.borrow_mut() = Some(d);
+        Ok(())
+    }
+
+    /// Resolve a kind by discovery: the exact version when served, else the group's preferred
+    /// version of the same kind. `None` when the server does not serve the kind.
+    pub fn resource(&self, gvk: &GroupVersionKind) -> Result<Option<Kind>> {
+        self.discovery()?;
+        let d = self.discovery.borrow();
+        let Some(d) = d.as_ref() else { return Ok(None) };
+        let exact = kube::api::GroupVersionKind::gvk(&gvk.group, &gvk.version, &gvk.kind);
+        if let Some((ar, caps)) = d.resolve_gvk(&exact) {
+            return Ok(Some(Kind {
+                resource: ar,
+                namespaced: caps.scope == Scope::Namespaced,
+            }));
+        }
+        let Some(g) = d.get(&gvk.group) else {
+            return Ok(None);
+        };
+        Ok(g.recommended_kind(&gvk.kind).map(|(ar, caps)| Kind {
+            resource: ar,
+            namespaced: caps.scope == Scope::Namespaced,
+        }))
+    }
+
+    fn url(&self, k: &Kind, ns: Option<&str>, name: Option<&str>) -> String {
+        let ar = &k.resource;
+        let base = if ar.group.is_empty() {
+            format!("/api/{}", ar.version)
+        } else {
+            format!("/apis/{}/{}", ar.group, ar.version)
+        };
+        let nsp = match (k.namespaced, ns) {
+            (true, Some(n)) => format!("/namespaces/{n}"),
+            _ => String::new(),
+        };
+        let name = name.map(|n| format!("/{n}")).unwrap_or_default();
+        format!("{base}{nsp}/{}{name}", ar.plural)
+    }
+
+    /// List every object of a kind (in a namespace, or all), page by page. If a continue token
+    /// expires (410) the listing restarts once; otherwise an error, never a partial list.
+    pub fn list(&self, k: &Kind, ns: Option<&str>) -> Result<Vec<Value>> {
+        let what = format!("list {}", k.resource.plural);
+        let mut restarted = false;
+        'outer: loop {
+            let mut out = Vec::new();
+            let mut cont: Option<String> = None;
+            loop {
+                let mut url = format!("{}?limit={}", self.url(k, ns, None), self.page_size);
+                if let Some(c) = &cont {
+                    url.push_str(&format!("&continue={}", encode(c)));
+                }
+                let req = http::Request::get(url)
+                    .body(Vec::new())
+                    .map_err(|e| Error::Config(e.to_string()))?;
+                let page = match self.send(req, &what) {
+                    Ok(p) => p,
+                    Err(Error::Api { code: 410, .. }) if !restarted => {
+                        restarted = true;
+                        continue 'outer;
+                    }
+                    Err(e) => return Err(e),
+                };
+                if let Some(items) = page.get("items").and_then(Value::as_array) {
+                    for it in items {
+                        let mut it = it.clone();
+                        // LIST items carry no apiVersion/kind; set them so objects look alike
+                        // whatever their source.
+                        if let Some(m) = it.as_object_mut() {
+                            m.insert(
+                                "apiVersion".into(),
+                                Value::from(k.resource.api_version.clone()),
+                            );
+                            m.insert("kind".into(), Value::from(k.resource.kind.clone()));
+                        }
+                        out.push(it);
+                    }
+                }
+                cont = page
+                    .pointer("/metadata/continue")
+                    .and_then(Value::as_str)
+                    .filter(|c| !c.is_empty())
+                    .map(str::to_string);
+                if cont.is_none() {
+                    return Ok(out);
+                }
+            }
+        }
+    }
+
+    /// Get one object.
+    pub fn get(&self, k: &Kind, ns: Option<&str>, name: &str) -> Result<Value> {
+        let req = http::Request::get(self.url(k, ns, Some(name)))
+            .body(Vec::new())
+            .map_err(|e| Error::Config(e.to_string()))?;
+        self.send(req, &format!("get {} {name}", k.resource.kind))
+    }
+
+    /// Replace an object (PUT). The object's `metadata.resourceVersion` is the precondition: a
+    /// concurrent change makes this fail with [`Error::Conflict`].
+    pub fn replace(
+        &self,
+        k: &Kind,
+        ns: Option<&str>,
+        name: &str,
+        obj: &Value,
+        dry_run: bool,
+    ) -> Result<Value> {
+        let mut url = self.url(k, ns, Some(name));
+        if dry_run {
+            url.push_str("?dryRun=All");
+        }
+        let body = serde_json::to_vec(obj).map_err(|e| Error::Config(e.to_string()))?;
+        let req = http::Request::put(url)
+            .header("content-type", "application/json")
+            .body(body)
+            .map_err(|e| Error::Config(e.to_string()))?;
+        self.send(req, &format!("update {} {name}", k.resource.kind))
+    }
+
+    /// The `kartas.run.ai` definitions in the cluster.
+    pub fn kartas(&self) -> Result<Vec<Value>> {
+        let k = Kind {
+            resource: ApiResource::from_gvk_with_plural(
+                &kube::api::GroupVersionKind::gvk("run.ai", "v1alpha1", "Karta"),
+                "kartas",
+            ),
+            namespaced: false,
+        };
+        self.list(&k, None)
+    }
+}
+
+fn clone_req(r: &http::Request<Vec<u8>>) -> http::Request<Vec<u8>> {
+    let mut b = http::Request::builder()
+        .method(r.method().clone())
+        .uri(r.uri().clone());
+    for (k, v) in r.headers() {
+        b = b.header(k, v);
+    }
+    b.body(r.body().clone()).unwrap_or_default()
+}
+
+fn encode(s: &str) -> String {
+    s.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
+}
+
+fn root_cause(e: &dyn std::error::Error) -> String {
+    let mut msg = e.to_string();
+    let mut src = e.source();
+    while let Some(s) = src {
+        msg = s.to_string();
+        src = s.source();
+    }
+    msg
+}

@@ -1,0 +1,127 @@
+//! Strict decoding of definition files (YAML or JSON, one or many documents, or `List`s).
+
+use crate::types::{API_VERSION, KIND, Karta, LEGACY_API_VERSION, LEGACY_KIND};
+use crate::{Error, Location};
+
+/// Decode every definition in a file: multi-document YAML, JSON, and `List`/`KartaList`
+/// objects are all accepted; legacy `ResourceInterface` documents are converted.
+///
+/// Decoding is strict: an unknown field or a wrong type is an error that names the field and
+/// its line and column.
+///
+/// ```
+/// let text = "apiVersion: run.ai/v1alpha1\nkind: Karta\nspec:\n  structureDefinition:\n    rootComponent: {name: x, ownerName: y}\n";
+/// let err = wlmap_schema::decode(text, "bad.yaml").unwrap_err();
+/// assert!(err.to_string().contains("ownerName"));
+/// assert_eq!(err.location().unwrap().line, 5);
+/// ```
+pub fn decode(text: &str, file: &str) -> Result<Vec<Karta>, Error> {
+    let trimmed = text.trim_start();
+    let values: Vec<serde_json::Value> = if trimmed.starts_with('{') || trimmed.starts_with('[') {
+        let mut out = Vec::new();
+        for v in serde_json::Deserializer::from_str(text).into_iter::<serde_json::Value>() {
+            out.push(v.map_err(|e| json_error(&e, file))?);
+        }
+        out
+    } else {
+        serde_saphyr::from_multiple_with_options(text, options())
+            .map_err(|e| yaml_error(&e, file))?
+    };
+    let values: Vec<serde_json::Value> = values.into_iter().filter(|v| !v.is_null()).collect();
+    let is_list = values
+        .iter()
+        .any(|v| v.get("items").is_some() && v.get("spec").is_none());
+    let mut kartas = Vec::new();
+    if is_list {
+        for (d, v) in values.into_iter().enumerate() {
+            let items = match v.get("items") {
+                Some(serde_json::Value::Array(items)) => items.clone(),
+                _ => vec![v],
+            };
+            for (i, item) in items.into_iter().enumerate() {
+                let k: Karta = serde_json::from_value(item).map_err(|e| Error::Decode {
+                    location: Some(Location::new(file, 0, 0)),
+                    message: format!("document {} item {}: {}", d + 1, i, e),
+                })?;
+                kartas.push(k);
+            }
+        }
+    } else if trimmed.starts_with('{') || trimmed.starts_with('[') {
+        for k in serde_json::Deserializer::from_str(text).into_iter::<Karta>() {
+            kartas.push(k.map_err(|e| json_error(&e, file))?);
+        }
+    } else {
+        kartas = serde_saphyr::from_multiple_with_options(text, options())
+            .map_err(|e| yaml_error(&e, file))?;
+    }
+    kartas.into_iter().map(|k| convert(k, file)).collect()
+}
+
+/// Decode a file that must hold exactly one definition.
+///
+/// ```
+/// # let yaml = serde_json::to_string(&wlmap_schema::Karta::example()).unwrap();
+/// let k = wlmap_schema::decode_one(&yaml, "pod.json").unwrap();
+/// assert_eq!(k.name(), "core-pod-v1");
+/// ```
+pub fn decode_one(text: &str, file: &str) -> Result<Karta, Error> {
+    let mut all = decode(text, file)?;
+    if all.len() != 1 {
+        return Err(Error::Decode {
+            location: Some(Location::new(file, 1, 1)),
+            message: format!("expected exactly one definition, found {}", all.len()),
+        });
+    }
+    Ok(all.remove(0))
+}
+
+/// Check apiVersion/kind and convert a legacy `ResourceInterface` into a `Karta`.
+fn convert(mut k: Karta, file: &str) -> Result<Karta, Error> {
+    match (k.api_version.as_str(), k.kind.as_str()) {
+        (API_VERSION, KIND) => Ok(k),
+        (LEGACY_API_VERSION, LEGACY_KIND) => {
+            // The legacy format has the same spec; only the group and kind were renamed.
+            k.api_version = API_VERSION.into();
+            k.kind = KIND.into();
+            Ok(k)
+        }
+        (av, kind) => Err(Error::Decode {
+            location: Some(Location::new(file, 1, 1)),
+            message: format!(
+                "not a definition: apiVersion {av:?} kind {kind:?} (expected {API_VERSION} {KIND} or {LEGACY_API_VERSION} {LEGACY_KIND})"
+            ),
+        }),
+    }
+}
+
+/// YAML options used everywhere: YAML 1.1 booleans and octals like kubectl, duplicate keys
+/// rejected, alias expansion budgeted (billion laughs), no code snippets in messages.
+pub fn options() -> serde_saphyr::Options {
+    let mut o = serde_saphyr::Options::default();
+    o.legacy_octal_numbers = true;
+    o.with_snippet = false;
+    o
+}
+
+pub(crate) fn yaml_error(e: &serde_saphyr::Error, file: &str) -> Error {
+    let location = e
+        .location()
+        .map(|l| Location::new(file, l.line(), l.column()));
+    let mut message = e.to_string();
+    // serde-saphyr appends " at line X column Y"; the location is carried separately.
+    if let Some(i) = message.find(" at line ") {
+        message.truncate(i);
+    }
+    Error::Decode { location, message }
+}
+
+pub(crate) fn json_error(e: &serde_json::Error, file: &str) -> Error {
+    let mut message = e.to_string();
+    if let Some(i) = message.find(" at line ") {
+        message.truncate(i);
+    }
+    Error::Decode {
+        location: Some(Location::new(file, e.line() as u64, e.column() as u64)),
+        message,
+    }
+}

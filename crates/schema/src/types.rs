@@ -1,0 +1,685 @@
+//! Serde types of the public `Karta` definition format (`run.ai/v1alpha1`).
+//!
+//! Every struct denies unknown fields: a misspelled key such as `ownerName` is a decoding error
+//! that names the field and its location instead of silently dropping the setting.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// API version of the current definition format.
+pub const API_VERSION: &str = "run.ai/v1alpha1";
+/// Kind of the current definition format.
+pub const KIND: &str = "Karta";
+/// API version of the older `ResourceInterface` format, read and converted.
+pub const LEGACY_API_VERSION: &str = "optimization.nvidia.com/v1alpha1";
+/// Kind of the older format.
+pub const LEGACY_KIND: &str = "ResourceInterface";
+
+/// A workload definition: one `Karta` object.
+///
+/// ```
+/// let yaml = r#"
+/// apiVersion: run.ai/v1alpha1
+/// kind: Karta
+/// metadata: {name: core-pod-v1}
+/// spec:
+///   structureDefinition:
+///     rootComponent:
+///       name: pod
+///       kind: {group: "", version: v1, kind: Pod}
+///       specDefinition: {podTemplateSpecPath: "."}
+///       statusDefinition:
+///         phaseDefinition: {path: .status.phase}
+///         statusMappings:
+///           running: [{byPhase: Running}]
+/// "#;
+/// let karta = wlmap_schema::decode_one(yaml, "pod.yaml").unwrap();
+/// assert_eq!(karta.root().name, "pod");
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Karta {
+    /// `run.ai/v1alpha1` (or the legacy `optimization.nvidia.com/v1alpha1` before conversion).
+    pub api_version: String,
+    /// `Karta` (or the legacy `ResourceInterface` before conversion).
+    pub kind: String,
+    /// Object metadata; only `name` is interpreted.
+    #[serde(default)]
+    pub metadata: Metadata,
+    /// The definition itself.
+    pub spec: KartaSpec,
+    /// Status written by an in-cluster operator; kept, never interpreted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<serde_json::Value>,
+}
+
+impl Karta {
+    /// The root component of the structure.
+    ///
+    /// ```
+    /// # let k = wlmap_schema::Karta::example();
+    /// assert_eq!(k.root().name, "pod");
+    /// ```
+    pub fn root(&self) -> &ComponentDefinition {
+        &self.spec.structure_definition.root_component
+    }
+
+    /// All components, root first, then children in definition order.
+    ///
+    /// ```
+    /// # let k = wlmap_schema::Karta::example();
+    /// assert_eq!(k.components().count(), 1);
+    /// ```
+    pub fn components(&self) -> impl Iterator<Item = &ComponentDefinition> {
+        std::iter::once(self.root()).chain(self.spec.structure_definition.child_components.iter())
+    }
+
+    /// The definition's name (`metadata.name`), or a slug of the root kind when unnamed.
+    ///
+    /// ```
+    /// # let k = wlmap_schema::Karta::example();
+    /// assert_eq!(k.name(), "core-pod-v1");
+    /// ```
+    pub fn name(&self) -> String {
+        match &self.metadata.name {
+            Some(n) if !n.is_empty() => n.clone(),
+            _ => self
+                .root()
+                .kind
+                .as_ref()
+                .map(GroupVersionKind::slug)
+                .unwrap_or_else(|| "unnamed".to_string()),
+        }
+    }
+
+    /// A small valid definition (a Pod), for examples and tests.
+    ///
+    /// ```
+    /// assert_eq!(wlmap_schema::Karta::example().kind, "Karta");
+    /// ```
+    pub fn example() -> Karta {
+        let root = ComponentDefinition {
+            name: "pod".into(),
+            kind: Some(GroupVersionKind::new("", "v1", "Pod")),
+            spec_definition: Some(SpecDefinition {
+                pod_template_spec_path: Some(".".into()),
+                ..Default::default()
+            }),
+            status_definition: Some(StatusDefinition {
+                phase_definition: Some(PhaseDefinition {
+                    path: ".status.phase".into(),
+                }),
+                status_mappings: StatusMappings {
+                    running: vec![StatusMatcher {
+                        by_phase: Some("Running".into()),
+                        ..Default::default()
+                    }],
+                    ..Default::default()
+                },
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        Karta {
+            api_version: API_VERSION.into(),
+            kind: KIND.into(),
+            metadata: Metadata {
+                name: Some("core-pod-v1".into()),
+                ..Default::default()
+            },
+            spec: KartaSpec {
+                structure_definition: StructureDefinition {
+                    root_component: root,
+                    child_components: vec![],
+                    additional_child_kinds: vec![],
+                },
+                optimization_instructions: None,
+                references: vec![],
+            },
+            status: None,
+        }
+    }
+}
+
+/// Kubernetes object metadata of a definition. Only `name` is interpreted; the rest is kept.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Metadata {
+    /// Name of the definition (cluster-scoped object name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Every other metadata field (labels, uid, resourceVersion...), kept as is.
+    #[serde(flatten)]
+    pub other: serde_json::Map<String, serde_json::Value>,
+}
+
+/// `spec` of a definition.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct KartaSpec {
+    /// The component tree.
+    pub structure_definition: StructureDefinition,
+    /// Hints for schedulers (gang scheduling).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub optimization_instructions: Option<OptimizationInstructions>,
+    /// wlmap extension: other objects the expressions may read as `$name` variables.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub references: Vec<Reference>,
+}
+
+/// wlmap extension: another object an expression reads as the variable `$name`.
+///
+/// The object is found by the caller's provider (a snapshot or the cluster); when it cannot be
+/// found the variable is `null`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Reference {
+    /// Variable name without `$`.
+    pub name: String,
+    /// Kind of the referenced object.
+    pub kind: GroupVersionKind,
+    /// jq on the workload giving the referenced object's name.
+    pub name_path: String,
+    /// jq on the workload giving its namespace; absent = the workload's namespace, or
+    /// cluster-scoped when `clusterScoped` is true.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace_path: Option<String>,
+    /// The referenced kind is cluster-scoped.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cluster_scoped: bool,
+}
+
+/// The structure: a root component and its descendants.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct StructureDefinition {
+    /// The workload object itself.
+    pub root_component: ComponentDefinition,
+    /// Components under the root, each naming its parent in `ownerRef`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub child_components: Vec<ComponentDefinition>,
+    /// Kinds the workload creates that are not modelled as components.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub additional_child_kinds: Vec<GroupVersionKind>,
+}
+
+/// Group, version and kind of a Kubernetes type.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct GroupVersionKind {
+    /// API group; empty for the core group.
+    #[serde(default)]
+    pub group: String,
+    /// API version.
+    #[serde(default)]
+    pub version: String,
+    /// Kind.
+    #[serde(default)]
+    pub kind: String,
+}
+
+impl GroupVersionKind {
+    /// Build a GVK.
+    ///
+    /// ```
+    /// let g = wlmap_schema::GroupVersionKind::new("batch", "v1", "Job");
+    /// assert_eq!(g.api_version(), "batch/v1");
+    /// ```
+    pub fn new(group: &str, version: &str, kind: &str) -> Self {
+        GroupVersionKind {
+            group: group.into(),
+            version: version.into(),
+            kind: kind.into(),
+        }
+    }
+
+    /// Parse `apiVersion` and `kind` as found in an object.
+    ///
+    /// ```
+    /// let g = wlmap_schema::GroupVersionKind::from_api_version("apps/v1", "Deployment");
+    /// assert_eq!(g.group, "apps");
+    /// ```
+    pub fn from_api_version(api_version: &str, kind: &str) -> Self {
+        match api_version.split_once('/') {
+            Some((g, v)) => Self::new(g, v, kind),
+            None => Self::new("", api_version, kind),
+        }
+    }
+
+    /// `group/version`, or `version` for the core group.
+    ///
+    /// ```
+    /// assert_eq!(wlmap_schema::GroupVersionKind::new("", "v1", "Pod").api_version(), "v1");
+    /// ```
+    pub fn api_version(&self) -> String {
+        if self.group.is_empty() {
+            self.version.clone()
+        } else {
+            format!("{}/{}", self.group, self.version)
+        }
+    }
+
+    /// The catalog slug: `{group with . as -, or core}-{kind lowercased}-{version}`.
+    ///
+    /// ```
+    /// let g = wlmap_schema::GroupVersionKind::new("jobset.x-k8s.io", "v1alpha2", "JobSet");
+    /// assert_eq!(g.slug(), "jobset-x-k8s-io-jobset-v1alpha2");
+    /// ```
+    pub fn slug(&self) -> String {
+        let group = if self.group.is_empty() {
+            "core".to_string()
+        } else {
+            self.group.replace('.', "-")
+        };
+        format!("{}-{}-{}", group, self.kind.to_lowercase(), self.version)
+    }
+}
+
+impl std::fmt::Display for GroupVersionKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.group.is_empty() {
+            write!(f, "{}/{}", self.version, self.kind)
+        } else {
+            write!(f, "{}/{}/{}", self.group, self.version, self.kind)
+        }
+    }
+}
+
+/// One component of the structure.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ComponentDefinition {
+    /// Unique name within the definition.
+    pub name: String,
+    /// Kind of the objects this component stands for; absent for a logical grouping.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<GroupVersionKind>,
+    /// Name of the parent component (children only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner_ref: Option<String>,
+    /// Where the pod template or spec lives.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spec_definition: Option<SpecDefinition>,
+    /// Where replica counts live.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scale_definition: Option<ScaleDefinition>,
+    /// jq yielding one id per instance.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instance_id_path: Option<String>,
+    /// How to read the status (root component).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status_definition: Option<StatusDefinition>,
+    /// How to suspend and resume.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suspend_definition: Option<SuspendDefinition>,
+    /// How this component's pods are recognised.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod_selector: Option<PodSelector>,
+}
+
+impl ComponentDefinition {
+    /// True when the component has a pod template, pod spec or fragmented spec.
+    ///
+    /// ```
+    /// # let k = wlmap_schema::Karta::example();
+    /// assert!(k.root().has_pod_spec());
+    /// ```
+    pub fn has_pod_spec(&self) -> bool {
+        self.spec_definition
+            .as_ref()
+            .is_some_and(|s| s.shape_count() > 0)
+    }
+}
+
+/// Where a component keeps its pods' specification; exactly one shape.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SpecDefinition {
+    /// jq to a full PodTemplateSpec.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod_template_spec_path: Option<String>,
+    /// jq to a PodSpec.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod_spec_path: Option<String>,
+    /// jq to the pods' ObjectMeta, with `podSpecPath`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata_path: Option<String>,
+    /// Pod fields spread over the object.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fragmented_pod_spec_definition: Option<FragmentedPodSpecDefinition>,
+}
+
+impl SpecDefinition {
+    /// How many of the three shapes are set (valid definitions have exactly one).
+    ///
+    /// ```
+    /// let s = wlmap_schema::SpecDefinition { pod_spec_path: Some(".spec".into()), ..Default::default() };
+    /// assert_eq!(s.shape_count(), 1);
+    /// ```
+    pub fn shape_count(&self) -> usize {
+        usize::from(self.pod_template_spec_path.is_some())
+            + usize::from(self.pod_spec_path.is_some())
+            + usize::from(self.fragmented_pod_spec_definition.is_some())
+    }
+}
+
+/// Pod fields kept in separate places of a custom resource.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct FragmentedPodSpecDefinition {
+    /// jq to the scheduler name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scheduler_name_path: Option<String>,
+    /// jq to the pods' labels.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub labels_path: Option<String>,
+    /// jq to the pods' annotations.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations_path: Option<String>,
+    /// jq to a ResourceRequirements of the main container.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resources_path: Option<String>,
+    /// jq to the pod's resource claims (DRA).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resource_claims_path: Option<String>,
+    /// jq to the pod affinity.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod_affinity_path: Option<String>,
+    /// jq to the node affinity.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_affinity_path: Option<String>,
+    /// jq to a list of containers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub containers_path: Option<String>,
+    /// jq to a single container.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub container_path: Option<String>,
+    /// jq to the priority class name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority_class_name_path: Option<String>,
+    /// jq to the main image.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image_path: Option<String>,
+}
+
+/// Where replica counts live.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ScaleDefinition {
+    /// jq to the desired replicas.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replicas_path: Option<String>,
+    /// jq to the minimum replicas.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_replicas_path: Option<String>,
+    /// jq to the maximum replicas.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_replicas_path: Option<String>,
+}
+
+/// How to read a workload's status.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct StatusDefinition {
+    /// Where the phase string lives.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase_definition: Option<PhaseDefinition>,
+    /// Where the conditions live and their field names.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conditions_definition: Option<ConditionsDefinition>,
+    /// Matchers per common status.
+    #[serde(default)]
+    pub status_mappings: StatusMappings,
+}
+
+/// Where the phase lives.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PhaseDefinition {
+    /// jq to the phase.
+    pub path: String,
+}
+
+/// Where the conditions live.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ConditionsDefinition {
+    /// jq to the list of conditions.
+    pub path: String,
+    /// Field holding the condition type (default `type`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub type_field_name: Option<String>,
+    /// Field holding the condition status (default `status`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status_field_name: Option<String>,
+    /// Field holding the message (default `message`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message_field_name: Option<String>,
+    /// Field holding the reason (default `reason`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason_field_name: Option<String>,
+}
+
+/// Matchers for each common status; each list is ORed.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct StatusMappings {
+    /// Starting up.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub initializing: Vec<StatusMatcher>,
+    /// Running.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub running: Vec<StatusMatcher>,
+    /// Finished successfully.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub completed: Vec<StatusMatcher>,
+    /// Failed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failed: Vec<StatusMatcher>,
+    /// Running with reduced capacity.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub degraded: Vec<StatusMatcher>,
+    /// Suspended.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub suspended: Vec<StatusMatcher>,
+    /// Being suspended.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub suspending: Vec<StatusMatcher>,
+    /// Being resumed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub resuming: Vec<StatusMatcher>,
+}
+
+/// One matcher: the parts present are ANDed.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct StatusMatcher {
+    /// The phase equals this string.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by_phase: Option<String>,
+    /// Every listed condition matches.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub by_conditions: Vec<ExpectedCondition>,
+    /// The expression's first output, as a string, equals `expectedResult`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by_expression: Option<ExpressionMatcher>,
+}
+
+/// A condition to look for.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ExpectedCondition {
+    /// Condition type.
+    #[serde(rename = "type")]
+    pub type_: String,
+    /// Expected status (`True`, `False`, `Unknown`); any when absent. wlmap extension: `Absent`
+    /// matches when no condition of this type exists (Karta never matches it, which is safe).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<String>,
+    /// Expected reason; any when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// An expression and the string its first output must equal.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ExpressionMatcher {
+    /// jq on the workload.
+    pub expression: String,
+    /// Expected result, compared with the first output's `tostring`.
+    pub expected_result: String,
+}
+
+/// Suspend and resume actions.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SuspendDefinition {
+    /// Applied in order to suspend.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub suspend_actions: Vec<Action>,
+    /// Applied in order to resume.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub resume_actions: Vec<Action>,
+}
+
+/// Set the value at a path.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Action {
+    /// jq path to write.
+    pub path: String,
+    /// JSON-encoded value, e.g. `true` or `"\"Suspended\""`.
+    pub value: String,
+}
+
+/// How a component's pods are recognised; every path runs on the pod.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PodSelector {
+    /// Which component a pod belongs to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub component_type_selector: Option<ComponentTypeSelector>,
+    /// Which instance a pod belongs to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub component_instance_selector: Option<ComponentInstanceSelector>,
+    /// Which replica (copy of a sub-structure) a pod belongs to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replica_selector: Option<ReplicaSelector>,
+}
+
+/// Component type selector.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ComponentTypeSelector {
+    /// jq on the pod.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key_path: Option<String>,
+    /// Expected value of `keyPath`; when absent, the key only has to exist.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<String>,
+    /// Labels the pod must carry (ANDed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub match_labels: Option<BTreeMap<String, String>>,
+}
+
+/// Instance selector.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ComponentInstanceSelector {
+    /// jq on the pod yielding its instance id.
+    pub id_path: String,
+}
+
+/// Replica selector.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ReplicaSelector {
+    /// jq on the pod yielding its replica key.
+    pub key_path: String,
+}
+
+/// Hints for schedulers.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct OptimizationInstructions {
+    /// Gang scheduling.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gang_scheduling: Option<GangScheduling>,
+}
+
+/// Gang scheduling, in the deprecated and the current form.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct GangScheduling {
+    /// Deprecated: groups keyed by pod expressions.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pod_groups: Vec<PodGroupDefinition>,
+    /// One group per workload with sub-groups per component.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod_group: Option<PodGroupMapping>,
+}
+
+/// Deprecated pod group.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PodGroupDefinition {
+    /// Group name.
+    pub name: String,
+    /// Member components.
+    #[serde(default)]
+    pub members: Vec<PodGroupMember>,
+}
+
+/// Member of a deprecated pod group.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PodGroupMember {
+    /// Component name.
+    pub component_name: String,
+    /// jq on the pod; each must yield exactly one non-empty value.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub group_by_key_paths: Vec<String>,
+    /// jq on the pod, ANDed; only a literal `true` passes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub filters: Vec<String>,
+}
+
+/// Current pod group form.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PodGroupMapping {
+    /// Group name.
+    pub name: String,
+    /// Sub-groups, one per component.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sub_groups: Vec<SubGroup>,
+    /// Topology constraint of the whole group.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub topology: Option<TopologyConstraint>,
+}
+
+/// A sub-group.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SubGroup {
+    /// Component name.
+    pub component_name: String,
+    /// Topology constraint of the sub-group.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub topology: Option<TopologyConstraint>,
+}
+
+/// Topology constraint.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TopologyConstraint {
+    /// Topology object name.
+    pub topology_name: String,
+    /// Preferred level.
+    #[serde(default)]
+    pub preferred_topology_level: String,
+    /// Required level.
+    #[serde(default)]
+    pub required_topology_level: String,
+}

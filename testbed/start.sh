@@ -1,0 +1,346 @@
+#!/usr/bin/env bash
+# Start a throw-away Kubernetes control plane for wlmap end-to-end tests:
+# etcd + kube-apiserver (RBAC, TLS, generated certificates) on 127.0.0.1 with
+# free ports, and optionally kube-controller-manager.
+#
+#   testbed/start.sh [DIR]
+#
+# DIR (default: a new mktemp directory) receives certificates, kubeconfigs,
+# data, logs and the env file DIR/env, whose path is printed on stdout.
+# Source it (`set -a; . DIR/env; set +a`) to get the WLMAP_TESTBED_* variables.
+# Stop with: testbed/stop.sh DIR
+#
+# Environment:
+#   WLMAP_TESTBED_BIN          use binaries from this directory (skip build.sh)
+#   WLMAP_TESTBED_CONTROLLERS  1 = also start kube-controller-manager (real
+#                              Job/ReplicaSet/StatefulSet/... controllers;
+#                              there is no scheduler or kubelet, pods stay Pending)
+#   WLMAP_TESTBED_START_TIMEOUT  seconds to wait for readiness (default 120)
+#   WLMAP_TESTBED_KEEP=1       on failure keep DIR (logs) instead of removing it
+set -euo pipefail
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+log() { printf '[testbed/start] %s\n' "$*" >&2; }
+die() { log "ERROR: $*"; exit 1; }
+
+for tool in openssl base64; do
+  command -v "$tool" >/dev/null 2>&1 || die "$tool is required (apt-get install $tool)"
+done
+
+T0=$(date +%s%N)
+TIMEOUT="${WLMAP_TESTBED_START_TIMEOUT:-120}"
+CONTROLLERS="${WLMAP_TESTBED_CONTROLLERS:-0}"
+NAMESPACE=team-a
+ADMIN_USER=wlmap-admin
+RESTRICTED_USER=wlmap-restricted
+SERVICE_CIDR=10.0.0.0/24
+
+# ---------------------------------------------------------------- binaries
+if [ -n "${WLMAP_TESTBED_BIN:-}" ]; then
+  BIN="$WLMAP_TESTBED_BIN"
+else
+  BIN="$("$HERE/build.sh")"
+fi
+for b in etcd kube-apiserver kubectl; do
+  [ -x "$BIN/$b" ] || die "missing $BIN/$b (run testbed/build.sh)"
+done
+K8S_VERSION="$(awk '$1=="k8s.io/kubernetes" && $2 ~ /^v/ {print $2; exit}' "$HERE/go.mod")"
+
+# ---------------------------------------------------------------- directory
+if [ $# -ge 1 ] && [ -n "$1" ]; then
+  DIR="$1"
+  mkdir -p "$DIR"
+else
+  DIR="$(mktemp -d "${TMPDIR:-/tmp}/wlmap-testbed.XXXXXX")"
+fi
+DIR="$(cd "$DIR" && pwd)"
+case "$DIR" in
+  *[[:space:]\'\"\$\\\`]*) die "DIR must not contain spaces, quotes or shell metacharacters: $DIR" ;;
+esac
+[ -e "$DIR/env" ] && die "$DIR already holds a testbed (stop it with testbed/stop.sh $DIR)"
+touch "$DIR/.wlmap-testbed"   # marker: stop.sh only deletes directories carrying it
+mkdir -p "$DIR/pki" "$DIR/logs" "$DIR/pids" "$DIR/kube-cache"
+chmod 700 "$DIR" "$DIR/pki"
+export KUBECACHEDIR="$DIR/kube-cache"
+
+on_error() {
+  local rc=$?
+  log "FAILED (exit $rc); last log lines:"
+  local f
+  for f in "$DIR"/logs/*.log; do
+    [ -f "$f" ] || continue
+    printf -- '----- %s\n' "$f" >&2
+    tail -n 25 "$f" >&2 || true
+  done
+  if [ "${WLMAP_TESTBED_KEEP:-0}" = 1 ]; then
+    "$HERE/stop.sh" --keep "$DIR" >&2 || true
+    log "kept $DIR"
+  else
+    "$HERE/stop.sh" "$DIR" >&2 || true
+  fi
+  exit "$rc"
+}
+trap on_error ERR
+
+# ---------------------------------------------------------------- free ports
+free_ports() { # N -> N distinct free TCP ports on 127.0.0.1
+  if command -v python3 >/dev/null 2>&1; then
+    python3 - "$1" <<'PY'
+import socket, sys
+socks = []
+for _ in range(int(sys.argv[1])):
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.bind(("127.0.0.1", 0))
+    socks.append(s)
+print(" ".join(str(s.getsockname()[1]) for s in socks))
+for s in socks:
+    s.close()
+PY
+  else
+    local want=$1 out=() p
+    while [ ${#out[@]} -lt "$want" ]; do
+      p=$(( 20000 + (RANDOM * 32768 + RANDOM) % 40000 ))
+      case " ${out[*]} " in *" $p "*) continue ;; esac
+      if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then out+=("$p"); fi
+    done
+    echo "${out[*]}"
+  fi
+}
+read -r ETCD_PORT ETCD_PEER_PORT APISERVER_PORT < <(free_ports 3)
+SERVER="https://127.0.0.1:$APISERVER_PORT"
+
+# ---------------------------------------------------------------- certificates
+PKI="$DIR/pki"
+ossl() { openssl "$@" 2>>"$DIR/logs/openssl.log"; }
+gen_key() { ossl genrsa -out "$1" 2048; chmod 600 "$1"; }
+
+gen_key "$PKI/ca.key"
+cat > "$PKI/ca.ext" <<'EOF'
+basicConstraints = critical, CA:TRUE
+keyUsage = critical, keyCertSign, cRLSign, digitalSignature
+subjectKeyIdentifier = hash
+EOF
+ossl req -new -key "$PKI/ca.key" -subj "/CN=wlmap-testbed-ca" -out "$PKI/ca.csr"
+ossl x509 -req -in "$PKI/ca.csr" -signkey "$PKI/ca.key" -sha256 -days 7 \
+  -extfile "$PKI/ca.ext" -out "$PKI/ca.crt"
+rm -f "$PKI/ca.csr"
+
+# sign NAME SUBJECT EKU [SAN]
+sign() {
+  local name=$1 subj=$2 eku=$3 san=${4:-}
+  gen_key "$PKI/$name.key"
+  ossl req -new -key "$PKI/$name.key" -subj "$subj" -out "$PKI/$name.csr"
+  {
+    echo "basicConstraints = critical, CA:FALSE"
+    echo "keyUsage = critical, digitalSignature, keyEncipherment"
+    echo "extendedKeyUsage = $eku"
+    echo "authorityKeyIdentifier = keyid"
+    [ -n "$san" ] && echo "subjectAltName = $san"
+  } > "$PKI/$name.ext"
+  ossl x509 -req -in "$PKI/$name.csr" -CA "$PKI/ca.crt" -CAkey "$PKI/ca.key" -CAcreateserial \
+    -sha256 -days 7 -extfile "$PKI/$name.ext" -out "$PKI/$name.crt"
+  rm -f "$PKI/$name.csr"
+}
+sign apiserver "/CN=kube-apiserver" serverAuth \
+  "IP:127.0.0.1, DNS:localhost, IP:10.0.0.1, DNS:kubernetes, DNS:kubernetes.default, DNS:kubernetes.default.svc, DNS:kubernetes.default.svc.cluster.local"
+sign admin "/O=system:masters/CN=$ADMIN_USER" clientAuth
+sign restricted "/CN=$RESTRICTED_USER" clientAuth
+# The controller manager runs all controllers under one identity; make it a
+# cluster admin so it needs no per-controller service-account credentials.
+sign controller-manager "/O=system:masters/CN=system:kube-controller-manager" clientAuth
+# service-account token signing key pair
+gen_key "$PKI/sa.key"
+ossl rsa -in "$PKI/sa.key" -pubout -out "$PKI/sa.pub"
+
+# ---------------------------------------------------------------- kubeconfigs
+b64() { base64 < "$1" | tr -d '\n'; }
+write_kubeconfig() { # FILE USER CERTNAME NAMESPACE
+  cat > "$1" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: wlmap-testbed
+  cluster:
+    server: $SERVER
+    certificate-authority-data: $(b64 "$PKI/ca.crt")
+users:
+- name: $2
+  user:
+    client-certificate-data: $(b64 "$PKI/$3.crt")
+    client-key-data: $(b64 "$PKI/$3.key")
+contexts:
+- name: $2@wlmap-testbed
+  context:
+    cluster: wlmap-testbed
+    user: $2
+    namespace: $4
+current-context: $2@wlmap-testbed
+EOF
+  chmod 600 "$1"
+}
+KUBECONFIG_ADMIN="$DIR/admin.kubeconfig"
+KUBECONFIG_RESTRICTED="$DIR/restricted.kubeconfig"
+write_kubeconfig "$KUBECONFIG_ADMIN" "$ADMIN_USER" admin default
+write_kubeconfig "$KUBECONFIG_RESTRICTED" "$RESTRICTED_USER" restricted "$NAMESPACE"
+write_kubeconfig "$DIR/controller-manager.kubeconfig" system:kube-controller-manager controller-manager default
+
+# ---------------------------------------------------------------- processes
+launch() { # NAME CMD... : start detached, log to DIR/logs/NAME.log, pid to DIR/pids/NAME.pid
+  local name=$1; shift
+  if command -v setsid >/dev/null 2>&1; then
+    setsid "$@" </dev/null >"$DIR/logs/$name.log" 2>&1 &
+  else
+    "$@" </dev/null >"$DIR/logs/$name.log" 2>&1 &
+  fi
+  echo $! > "$DIR/pids/$name.pid"
+}
+alive() { kill -0 "$(cat "$DIR/pids/$1.pid")" 2>/dev/null || die "$1 exited early (see $DIR/logs/$1.log)"; }
+deadline() { echo $(( $(date +%s) + TIMEOUT )); }
+
+launch etcd "$BIN/etcd" \
+  --name=testbed \
+  --data-dir="$DIR/etcd" \
+  --listen-client-urls="http://127.0.0.1:$ETCD_PORT" \
+  --advertise-client-urls="http://127.0.0.1:$ETCD_PORT" \
+  --listen-peer-urls="http://127.0.0.1:$ETCD_PEER_PORT" \
+  --initial-advertise-peer-urls="http://127.0.0.1:$ETCD_PEER_PORT" \
+  --initial-cluster="testbed=http://127.0.0.1:$ETCD_PEER_PORT" \
+  --initial-cluster-state=new \
+  --unsafe-no-fsync=true \
+  --quota-backend-bytes=2147483648 \
+  --log-level=warn
+
+etcd_healthy() {
+  if command -v curl >/dev/null 2>&1; then
+    curl -fsS --max-time 2 "http://127.0.0.1:$ETCD_PORT/health" 2>/dev/null | grep -q '"health":"true"'
+  else
+    (exec 3<>"/dev/tcp/127.0.0.1/$ETCD_PORT") 2>/dev/null
+  fi
+}
+end=$(deadline)
+until etcd_healthy; do
+  alive etcd
+  [ "$(date +%s)" -lt "$end" ] || die "etcd not healthy after ${TIMEOUT}s"
+  sleep 0.2
+done
+log "etcd healthy on 127.0.0.1:$ETCD_PORT"
+
+launch kube-apiserver "$BIN/kube-apiserver" \
+  --etcd-servers="http://127.0.0.1:$ETCD_PORT" \
+  --bind-address=127.0.0.1 \
+  --advertise-address=127.0.0.1 \
+  --secure-port="$APISERVER_PORT" \
+  --cert-dir="$PKI" \
+  --tls-cert-file="$PKI/apiserver.crt" \
+  --tls-private-key-file="$PKI/apiserver.key" \
+  --client-ca-file="$PKI/ca.crt" \
+  --authorization-mode=RBAC \
+  --service-account-issuer=https://kubernetes.default.svc.cluster.local \
+  --service-account-key-file="$PKI/sa.pub" \
+  --service-account-signing-key-file="$PKI/sa.key" \
+  --service-cluster-ip-range="$SERVICE_CIDR" \
+  --disable-admission-plugins=ServiceAccount \
+  --enable-priority-and-fairness=false \
+  --endpoint-reconciler-type=none \
+  --allow-privileged=true \
+  --profiling=false \
+  --v=1
+
+KC=("$BIN/kubectl" --kubeconfig="$KUBECONFIG_ADMIN" --request-timeout=5s)
+end=$(deadline)
+until [ "$("${KC[@]}" get --raw=/readyz 2>/dev/null)" = ok ]; do
+  alive kube-apiserver
+  [ "$(date +%s)" -lt "$end" ] || die "kube-apiserver not ready after ${TIMEOUT}s"
+  sleep 0.3
+done
+log "kube-apiserver ready at $SERVER"
+
+# ---------------------------------------------------------------- namespace + RBAC
+"${KC[@]}" apply -f - >"$DIR/logs/setup.log" 2>&1 <<EOF
+apiVersion: v1
+kind: Namespace
+metadata:
+  name: $NAMESPACE
+---
+# The restricted user may only read (get/list/watch) namespaced objects in
+# $NAMESPACE; it has no ClusterRoleBinding, so nothing cluster-scoped.
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata:
+  name: wlmap-read-all
+  namespace: $NAMESPACE
+rules:
+- apiGroups: ["*"]
+  resources: ["*"]
+  verbs: [get, list, watch]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata:
+  name: wlmap-restricted-read-all
+  namespace: $NAMESPACE
+subjects:
+- apiGroup: rbac.authorization.k8s.io
+  kind: User
+  name: $RESTRICTED_USER
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: Role
+  name: wlmap-read-all
+EOF
+# RBAC is served from an informer cache: wait until the binding is effective.
+end=$(deadline)
+until "$BIN/kubectl" --kubeconfig="$KUBECONFIG_RESTRICTED" --request-timeout=5s \
+        get pods -n "$NAMESPACE" >/dev/null 2>&1; do
+  [ "$(date +%s)" -lt "$end" ] || die "RBAC for $RESTRICTED_USER not effective after ${TIMEOUT}s"
+  sleep 0.2
+done
+
+# ---------------------------------------------------------------- controller manager (optional)
+KCM_PID=""
+if [ "$CONTROLLERS" = 1 ]; then
+  [ -x "$BIN/kube-controller-manager" ] || die "missing $BIN/kube-controller-manager"
+  launch kube-controller-manager "$BIN/kube-controller-manager" \
+    --kubeconfig="$DIR/controller-manager.kubeconfig" \
+    --secure-port=0 \
+    --leader-elect=false \
+    --controllers='*' \
+    --root-ca-file="$PKI/ca.crt" \
+    --service-account-private-key-file="$PKI/sa.key" \
+    --service-cluster-ip-range="$SERVICE_CIDR" \
+    --use-service-account-credentials=false \
+    --v=1
+  KCM_PID="$(cat "$DIR/pids/kube-controller-manager.pid")"
+  # The serviceaccount controller creating team-a/default proves controllers run.
+  end=$(deadline)
+  until "${KC[@]}" get serviceaccount default -n "$NAMESPACE" >/dev/null 2>&1; do
+    alive kube-controller-manager
+    [ "$(date +%s)" -lt "$end" ] || die "kube-controller-manager not working after ${TIMEOUT}s"
+    sleep 0.3
+  done
+  log "kube-controller-manager running"
+fi
+
+# ---------------------------------------------------------------- env file
+cat > "$DIR/env.tmp" <<EOF
+WLMAP_TESTBED_DIR=$DIR
+WLMAP_TESTBED_SERVER=$SERVER
+WLMAP_TESTBED_KUBECONFIG=$KUBECONFIG_ADMIN
+WLMAP_TESTBED_RESTRICTED_KUBECONFIG=$KUBECONFIG_RESTRICTED
+WLMAP_TESTBED_CA_FILE=$PKI/ca.crt
+WLMAP_TESTBED_NAMESPACE=$NAMESPACE
+WLMAP_TESTBED_ADMIN_USER=$ADMIN_USER
+WLMAP_TESTBED_RESTRICTED_USER=$RESTRICTED_USER
+WLMAP_TESTBED_BIN=$BIN
+WLMAP_TESTBED_KUBECTL=$BIN/kubectl
+WLMAP_TESTBED_K8S_VERSION=$K8S_VERSION
+WLMAP_TESTBED_ETCD_URL=http://127.0.0.1:$ETCD_PORT
+WLMAP_TESTBED_ETCD_PID=$(cat "$DIR/pids/etcd.pid")
+WLMAP_TESTBED_APISERVER_PID=$(cat "$DIR/pids/kube-apiserver.pid")
+WLMAP_TESTBED_CONTROLLER_MANAGER_PID=$KCM_PID
+EOF
+mv "$DIR/env.tmp" "$DIR/env"
+trap - ERR
+T1=$(date +%s%N)
+log "testbed up in $(( (T1 - T0) / 1000000 )) ms; env file: $DIR/env"
+echo "$DIR/env"
