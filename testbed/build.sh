@@ -88,7 +88,7 @@ start=$(date +%s)
   # GOTOOLCHAIN=local: never try to download a toolchain. CGO off: static,
   # portable binaries (the upstream release binaries are built the same way).
   export GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS="${GOFLAGS:-} -mod=readonly"
-  "${NICE[@]}" go build -trimpath -ldflags "$LDFLAGS" -o "$TMP/" "${PACKAGES[@]}"
+  "${NICE[@]}" go build -trimpath -buildvcs=false -ldflags "$LDFLAGS" -o "$TMP/" "${PACKAGES[@]}"
 )
 for b in "${BINARIES[@]}"; do
   [ -x "$TMP/$b" ] || die "go build did not produce $b"

@@ -5,8 +5,9 @@
 #
 #   testbed/start.sh [DIR]
 #
-# DIR (default: a new mktemp directory) receives certificates, kubeconfigs,
-# data, logs and the env file DIR/env, whose path is printed on stdout.
+# DIR (default: a new mktemp directory; must be new or empty) receives the
+# certificates, kubeconfigs, data, logs and the env file DIR/env, whose path is
+# printed on stdout.
 # Source it (`set -a; . DIR/env; set +a`) to get the WLMAP_TESTBED_* variables.
 # Stop with: testbed/stop.sh DIR
 #
@@ -58,13 +59,18 @@ case "$DIR" in
   *[[:space:]\'\"\$\\\`]*) die "DIR must not contain spaces, quotes or shell metacharacters: $DIR" ;;
 esac
 [ -e "$DIR/env" ] && die "$DIR already holds a testbed (stop it with testbed/stop.sh $DIR)"
+# DIR is deleted by stop.sh, so only ever take an empty (or new) directory.
+[ -z "$(ls -A "$DIR")" ] || die "$DIR is not empty; give a new or empty directory"
 touch "$DIR/.wlmap-testbed"   # marker: stop.sh only deletes directories carrying it
 mkdir -p "$DIR/pki" "$DIR/logs" "$DIR/pids" "$DIR/kube-cache"
 chmod 700 "$DIR" "$DIR/pki"
 export KUBECACHEDIR="$DIR/kube-cache"
 
-on_error() {
+STARTED=0
+on_exit() {
   local rc=$?
+  [ "$STARTED" = 1 ] && return 0
+  [ "$rc" = 0 ] && rc=1
   log "FAILED (exit $rc); last log lines:"
   local f
   for f in "$DIR"/logs/*.log; do
@@ -80,7 +86,9 @@ on_error() {
   fi
   exit "$rc"
 }
-trap on_error ERR
+trap on_exit EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 
 # ---------------------------------------------------------------- free ports
 free_ports() { # N -> N distinct free TCP ports on 127.0.0.1
@@ -340,7 +348,8 @@ WLMAP_TESTBED_APISERVER_PID=$(cat "$DIR/pids/kube-apiserver.pid")
 WLMAP_TESTBED_CONTROLLER_MANAGER_PID=$KCM_PID
 EOF
 mv "$DIR/env.tmp" "$DIR/env"
-trap - ERR
+STARTED=1
+trap - INT TERM
 T1=$(date +%s%N)
 log "testbed up in $(( (T1 - T0) / 1000000 )) ms; env file: $DIR/env"
 echo "$DIR/env"

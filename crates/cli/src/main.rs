@@ -69,6 +69,20 @@ fn run(cli: Cli) -> Result<(), Failure> {
             offline: true,
             cluster: None,
         }
+    } else if matches!(cli.command, Command::Definitions(_))
+        && g.kubeconfig.is_none()
+        && std::env::var_os("KUBECONFIG").is_none()
+        && !default_kubeconfig_exists()
+    {
+        // No cluster configured at all: the catalog (and files) is the whole answer.
+        let reg = defs::registry(&g.definitions, vec![])?;
+        Context {
+            global: g,
+            set: source::ObjectSet::default(),
+            reg,
+            offline: true,
+            cluster: None,
+        }
     } else {
         let conn = cluster::Connection::new(&g)?;
         if g.namespace.is_none() {
@@ -109,6 +123,11 @@ fn run(cli: Cli) -> Result<(), Failure> {
         Command::Conformance(a) => commands::conformance::run(&ctx, a),
         Command::Validate(_) | Command::Completion { .. } => Ok(()),
     }
+}
+
+fn default_kubeconfig_exists() -> bool {
+    std::env::var_os("HOME").is_some_and(|h| std::path::Path::new(&h).join(".kube/config").exists())
+        || std::env::var_os("KUBERNETES_SERVICE_HOST").is_some()
 }
 
 fn main() {

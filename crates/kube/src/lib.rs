@@ -122,7 +122,11 @@ impl Cluster {
         config.read_timeout = Some(timeout);
         let server = config.cluster_url.to_string();
         let default_namespace = config.default_namespace.clone();
-        let client = Client::try_from(config).map_err(|e| Error::Config(e.to_string()))?;
+        // The client's buffer layer spawns onto the current runtime.
+        let client = {
+            let _guard = rt.enter();
+            Client::try_from(config).map_err(|e| Error::Config(e.to_string()))?
+        };
         Ok(Cluster {
             rt,
             client,

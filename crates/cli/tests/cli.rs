@@ -1,0 +1,495 @@
+//! The `wlmap` binary, end to end on its offline sources (the embedded demo, snapshots, `-f`
+//! files). Live-cluster tests are in `crates/e2e` (they need the testbed).
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+fn wlmap(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_wlmap"))
+        .args(args)
+        .env_remove("KUBECONFIG")
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("run wlmap")
+}
+
+fn wlmap_stdin(args: &[&str], stdin: &str) -> Output {
+    use std::io::Write;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_wlmap"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(stdin.as_bytes())
+        .expect("write");
+    child.wait_with_output().expect("wait")
+}
+
+fn json(o: &Output) -> Value {
+    assert!(
+        o.status.success(),
+        "exit {:?}\nstdout: {}\nstderr: {}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&o.stdout)))
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn fixture(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../catalog/fixtures")
+        .join(rel)
+        .join("objects.yaml")
+}
+
+#[test]
+fn the_story_three_jobs_and_three_pods_are_one_jobset_with_12_gpus() {
+    let v = json(&wlmap(&[
+        "--demo",
+        "get",
+        "-A",
+        "--all-types",
+        "-o",
+        "json",
+    ]));
+    let items = v["items"].as_array().expect("items");
+    let in_ml: Vec<&Value> = items
+        .iter()
+        .filter(|i| {
+            i["namespace"] == "ml" && i["name"].as_str().unwrap_or("").starts_with("llm-train")
+        })
+        .collect();
+    assert_eq!(
+        in_ml.len(),
+        1,
+        "the Jobs and Pods of the JobSet are not rows of their own: {in_ml:?}"
+    );
+    let js = in_ml[0];
+    assert_eq!(js["kind"], "JobSet");
+    assert_eq!(js["resources"]["gpus"], 12.0);
+    assert_eq!(js["pods"]["desired"], 3);
+    assert_eq!(js["pods"]["ready"], 3);
+    assert_eq!(js["status"]["phase"], "Running");
+    assert_eq!(js["definition"]["origin"], "catalog");
+    // No Job or Pod of any workload leaks into the top-level list.
+    assert!(
+        items
+            .iter()
+            .all(|i| i["kind"] != "Pod" && i["kind"] != "ReplicaSet"),
+        "{items:?}"
+    );
+}
+
+#[test]
+fn describe_places_leader_and_workers() {
+    let v = json(&wlmap(&[
+        "--demo",
+        "describe",
+        "jobset/llm-train",
+        "-n",
+        "ml",
+        "-o",
+        "json",
+    ]));
+    let root = &v["components"][0];
+    assert_eq!(root["name"], "jobset");
+    let kids = root["components"].as_array().expect("children");
+    let by_inst = |i: &str| {
+        kids.iter()
+            .find(|k| k["instance"] == i)
+            .unwrap_or_else(|| panic!("no instance {i}"))
+    };
+    assert_eq!(by_inst("leader")["pods"].as_array().map(Vec::len), Some(1));
+    assert_eq!(by_inst("workers")["pods"].as_array().map(Vec::len), Some(2));
+    assert_eq!(by_inst("workers")["replicas"]["desired"], 2);
+    assert_eq!(v["unattributedPods"], serde_json::json!([]));
+    assert_eq!(v["resources"]["gpus"], 12.0);
+    assert_eq!(v["pods"]["observed"], 3);
+}
+
+#[test]
+fn describe_table_shows_the_tree_and_totals() {
+    let o = wlmap(&["--demo", "describe", "jobset", "llm-train", "-n", "ml"]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(out.contains("|-- replicatedjob[leader]"), "{out}");
+    assert!(out.contains("`-- replicatedjob[workers]"), "{out}");
+    assert!(out.contains("GPUs: 12"), "{out}");
+    let explain = wlmap(&[
+        "--demo",
+        "describe",
+        "jobset/llm-train",
+        "-n",
+        "ml",
+        "--explain",
+    ]);
+    assert!(String::from_utf8_lossy(&explain.stdout).contains("Status rules:"));
+}
+
+#[test]
+fn a_snapshot_file_and_stdin_read_like_the_demo() {
+    let path = fixture("jobset-x-k8s-io-jobset-v1alpha2/leader-workers");
+    let p = path.to_str().expect("utf8 path");
+    let a = json(&wlmap(&[
+        "--snapshot",
+        p,
+        "get",
+        "jobsets",
+        "-A",
+        "-o",
+        "json",
+    ]));
+    let text = std::fs::read_to_string(&path).expect("fixture");
+    let b = json(&wlmap_stdin(
+        &["--snapshot", "-", "get", "jobset", "-n", "ml", "-o", "json"],
+        &text,
+    ));
+    assert_eq!(a["items"].as_array().map(Vec::len), Some(1));
+    assert_eq!(a["items"][0]["resources"], b["items"][0]["resources"]);
+    assert_eq!(a["items"][0]["pods"], b["items"][0]["pods"]);
+    // A List (kubectl get -o json) works too.
+    let docs: Vec<Value> = serde_saphyr::from_multiple(&text).expect("yaml");
+    let list = serde_json::json!({"apiVersion": "v1", "kind": "List", "items": docs});
+    let c = json(&wlmap_stdin(
+        &[
+            "--snapshot",
+            "-",
+            "get",
+            "jobset/llm-train",
+            "-n",
+            "ml",
+            "-o",
+            "json",
+        ],
+        &list.to_string(),
+    ));
+    assert_eq!(c["items"][0]["resources"]["gpus"], 12.0);
+}
+
+#[test]
+fn file_mode_has_no_live_counts_without_pods() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let text = std::fs::read_to_string(fixture("jobset-x-k8s-io-jobset-v1alpha2/leader-workers"))
+        .expect("fixture");
+    let first = text.split("\n---").next().expect("first doc");
+    let f = dir.path().join("js.yaml");
+    std::fs::write(&f, first).expect("write");
+    let v = json(&wlmap(&[
+        "describe",
+        "-f",
+        f.to_str().expect("utf8"),
+        "-o",
+        "json",
+    ]));
+    assert_eq!(v["pods"]["desired"], 3);
+    assert_eq!(v["pods"]["observed"], Value::Null);
+    assert_eq!(v["resources"]["gpus"], 12.0);
+}
+
+#[test]
+fn exit_codes_are_distinct() {
+    let not_found = wlmap(&["--demo", "describe", "jobset/nope", "-n", "ml"]);
+    assert_eq!(not_found.status.code(), Some(3), "{}", stderr(&not_found));
+    assert!(stderr(&not_found).contains("\"nope\" not found"));
+    let no_def = wlmap(&["--demo", "get", "frobnicators"]);
+    assert_eq!(no_def.status.code(), Some(4));
+    let usage = wlmap(&["--demo", "get"]);
+    assert_eq!(usage.status.code(), Some(2));
+    let bad_flag = wlmap(&["get", "--no-such-flag"]);
+    assert_eq!(bad_flag.status.code(), Some(2));
+    let dir = tempfile::tempdir().expect("tmp");
+    let junk = dir.path().join("junk.yaml");
+    std::fs::write(&junk, "kind: [unclosed\n").expect("write");
+    let invalid = wlmap(&[
+        "--snapshot",
+        junk.to_str().expect("utf8"),
+        "get",
+        "-A",
+        "--all-types",
+    ]);
+    assert_eq!(invalid.status.code(), Some(5), "{}", stderr(&invalid));
+    assert!(
+        stderr(&invalid).contains("junk.yaml:"),
+        "{}",
+        stderr(&invalid)
+    );
+    let binary = dir.path().join("bin.yaml");
+    std::fs::write(&binary, [0u8, 159, 146, 150, 255]).expect("write");
+    let b = wlmap(&[
+        "--snapshot",
+        binary.to_str().expect("utf8"),
+        "get",
+        "-A",
+        "--all-types",
+    ]);
+    assert_eq!(b.status.code(), Some(5));
+    assert!(!stderr(&b).contains("panicked"));
+}
+
+#[test]
+fn an_unreachable_cluster_is_named_and_exits_1() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let kc = dir.path().join("kubeconfig");
+    std::fs::write(&kc, "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {server: 'https://127.0.0.1:1', insecure-skip-tls-verify: true}\nusers:\n- name: u\n  user: {token: s3cr3t-token}\ncontexts:\n- name: x\n  context: {cluster: c, user: u, namespace: ml}\ncurrent-context: x\n").expect("write");
+    let t = std::time::Instant::now();
+    let o = wlmap(&[
+        "--kubeconfig",
+        kc.to_str().expect("utf8"),
+        "--request-timeout",
+        "5",
+        "get",
+        "jobsets",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("127.0.0.1:1"), "{err}");
+    assert!(
+        !err.contains("s3cr3t-token"),
+        "credentials must never appear: {err}"
+    );
+    assert!(t.elapsed() < std::time::Duration::from_secs(60));
+}
+
+#[test]
+fn validate_points_at_the_unknown_field() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let f = dir.path().join("k.yaml");
+    std::fs::write(&f, "apiVersion: run.ai/v1alpha1\nkind: Karta\nmetadata: {name: x}\nspec:\n  structureDefinition:\n    rootComponent:\n      name: x\n      kind: {group: a.io, version: v1, kind: X}\n      statusDefinition: {statusMappings: {running: [{byPhase: Running}]}}\n    childComponents:\n    - name: w\n      ownerName: x\n").expect("write");
+    let o = wlmap(&["validate", f.to_str().expect("utf8")]);
+    assert_eq!(o.status.code(), Some(5));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("k.yaml:12:"), "{out}");
+    assert!(out.contains("ownerName"), "{out}");
+}
+
+#[test]
+fn validate_reports_expression_errors_with_a_location_and_hint() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let f = dir.path().join("k.yaml");
+    std::fs::write(&f, "apiVersion: run.ai/v1alpha1\nkind: Karta\nmetadata: {name: x}\nspec:\n  structureDefinition:\n    rootComponent:\n      name: x\n      kind: {group: a.io, version: v1, kind: X}\n      scaleDefinition:\n        replicasPath: '.spec.replicas | env.HOME'\n      statusDefinition: {phaseDefinition: {path: .status.phase}, statusMappings: {running: [{byPhase: Running}]}}\n").expect("write");
+    let o = wlmap(&["validate", f.to_str().expect("utf8")]);
+    assert_eq!(o.status.code(), Some(5));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("k.yaml:10:"), "{out}");
+    assert!(out.contains("error: replicasPath"), "{out}");
+    assert!(out.contains("hint:"), "{out}");
+}
+
+#[test]
+fn validate_accepts_every_catalog_file_and_the_legacy_format() {
+    let defs = Path::new(env!("CARGO_MANIFEST_DIR")).join("../catalog/definitions");
+    let mut files: Vec<String> = std::fs::read_dir(&defs)
+        .expect("dir")
+        .filter_map(|e| e.ok())
+        .map(|e| e.path().display().to_string())
+        .collect();
+    files.sort();
+    let mut args = vec!["validate"];
+    args.extend(files.iter().map(String::as_str));
+    let o = wlmap(&args);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stdout));
+    let legacy = std::fs::read_to_string(defs.join("batch-job-v1.yaml"))
+        .expect("read")
+        .replace(
+            "apiVersion: run.ai/v1alpha1",
+            "apiVersion: optimization.nvidia.com/v1alpha1",
+        )
+        .replace("kind: Karta", "kind: ResourceInterface");
+    let o = wlmap_stdin(&["validate", "-"], &legacy);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stdout));
+}
+
+#[test]
+fn set_changes_only_the_pod_templates_and_is_idempotent() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let text = std::fs::read_to_string(fixture("jobset-x-k8s-io-jobset-v1alpha2/leader-workers"))
+        .expect("fixture");
+    let f = dir.path().join("js.yaml");
+    std::fs::write(&f, text.split("\n---").next().expect("doc")).expect("write");
+    let p = f.to_str().expect("utf8");
+    let before = json(&wlmap(&["describe", "-f", p, "-o", "json"]));
+    let o = wlmap(&[
+        "set",
+        "-f",
+        p,
+        "--scheduler-name",
+        "kai-scheduler",
+        "--label",
+        "team=ml",
+        "--toleration",
+        "nvidia.com/gpu:NoSchedule",
+        "-o",
+        "json",
+    ]);
+    let after = json(&o);
+    for rj in after["spec"]["replicatedJobs"].as_array().expect("rjs") {
+        let t = &rj["template"]["spec"]["template"];
+        assert_eq!(t["spec"]["schedulerName"], "kai-scheduler");
+        assert_eq!(t["metadata"]["labels"]["team"], "ml");
+        assert_eq!(t["spec"]["tolerations"][0]["key"], "nvidia.com/gpu");
+    }
+    // Everything else is untouched.
+    let original: Value =
+        serde_saphyr::from_str(text.split("\n---").next().expect("doc")).expect("yaml");
+    let mut stripped = after.clone();
+    for rj in stripped["spec"]["replicatedJobs"]
+        .as_array_mut()
+        .expect("rjs")
+    {
+        let t = &mut rj["template"]["spec"]["template"];
+        t["spec"]["schedulerName"] = original["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]["schedulerName"].clone();
+        t["spec"]
+            .as_object_mut()
+            .expect("spec")
+            .remove("tolerations");
+        let labels = t["metadata"]["labels"].as_object_mut().expect("labels");
+        labels.remove("team");
+        if labels.is_empty() {
+            t["metadata"]
+                .as_object_mut()
+                .expect("meta")
+                .remove("labels");
+        }
+    }
+    assert_eq!(stripped, original);
+    // Applying it again changes nothing.
+    let f2 = dir.path().join("js2.json");
+    std::fs::write(&f2, after.to_string()).expect("write");
+    let again = wlmap(&[
+        "set",
+        "-f",
+        f2.to_str().expect("utf8"),
+        "--scheduler-name",
+        "kai-scheduler",
+        "--label",
+        "team=ml",
+        "--toleration",
+        "nvidia.com/gpu:NoSchedule",
+        "-o",
+        "json",
+    ]);
+    assert_eq!(json(&again), after);
+    assert!(stderr(&again).contains("0 value(s) changed"));
+    let _ = before;
+}
+
+#[test]
+fn set_refuses_a_read_only_source_and_bad_flags() {
+    let o = wlmap(&[
+        "--demo",
+        "set",
+        "jobset/llm-train",
+        "-n",
+        "ml",
+        "--scheduler-name",
+        "x",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    let o = wlmap(&[
+        "--demo",
+        "set",
+        "jobset/llm-train",
+        "-n",
+        "ml",
+        "--toleration",
+        "k:Sometimes",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
+fn definitions_list_and_print_one_ready_to_apply() {
+    let v = json(&wlmap(&["definitions", "-o", "json"]));
+    let items = v["items"].as_array().expect("items");
+    assert!(items.len() >= 20);
+    assert!(
+        items
+            .iter()
+            .all(|k| k["apiVersion"] == "run.ai/v1alpha1" && k["kind"] == "Karta")
+    );
+    let one = wlmap(&["definitions", "batch-job-v1", "-o", "yaml"]);
+    assert!(one.status.success());
+    let text = String::from_utf8_lossy(&one.stdout);
+    let back = wlmap_stdin(&["validate", "-"], &text);
+    assert!(
+        back.status.success(),
+        "{}",
+        String::from_utf8_lossy(&back.stdout)
+    );
+    let table = wlmap(&["definitions"]);
+    assert!(String::from_utf8_lossy(&table.stdout).starts_with("NAME"));
+}
+
+#[test]
+fn every_command_has_help_with_examples_and_completions_exist() {
+    for cmd in [
+        "get",
+        "describe",
+        "definitions",
+        "validate",
+        "set",
+        "gang",
+        "conformance",
+        "completion",
+    ] {
+        let o = wlmap(&[cmd, "--help"]);
+        assert!(o.status.success());
+        assert!(
+            String::from_utf8_lossy(&o.stdout).contains("Examples:"),
+            "{cmd} --help has no examples"
+        );
+    }
+    let o = wlmap(&["completion", "bash"]);
+    assert!(String::from_utf8_lossy(&o.stdout).contains("_wlmap"));
+    let v = wlmap(&["--version"]);
+    assert!(String::from_utf8_lossy(&v.stdout).starts_with("wlmap "));
+}
+
+#[test]
+fn wide_output_and_label_selectors() {
+    let o = wlmap(&["--demo", "get", "-A", "--all-types", "-o", "wide"]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.lines()
+            .next()
+            .is_some_and(|h| h.contains("COMPONENTS") && h.contains("DEFINITION")),
+        "{out}"
+    );
+    let v = json(&wlmap(&[
+        "--demo",
+        "get",
+        "jobsets",
+        "-A",
+        "-l",
+        "no-such-label=x",
+        "-o",
+        "json",
+    ]));
+    assert_eq!(v["items"].as_array().map(Vec::len), Some(0));
+}
+
+#[test]
+fn conformance_command_agrees_when_recordings_are_present() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/conformance/recorded");
+    if !dir.is_dir() {
+        eprintln!("no recordings; skipped");
+        return;
+    }
+    let o = wlmap(&["conformance", dir.to_str().expect("utf8")]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{out}");
+    assert!(out.contains("jobset-x-k8s-io-jobset-v1alpha2"), "{out}");
+}
