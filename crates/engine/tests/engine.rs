@@ -1,0 +1,608 @@
+//! Engine behaviour on in-memory objects: tree shapes, spec shapes, status, references,
+//! attribution, updates (with round-trip property tests) and bounded evaluation.
+
+use proptest::prelude::*;
+use serde_json::{Value, json};
+use wlmap_engine::*;
+
+fn def(yaml: &str) -> Definition {
+    let k = wlmap_schema::decode_one(yaml, "test.yaml").expect("decodes");
+    Definition::compile(k, Origin::File).expect("compiles")
+}
+
+const LWS: &str = r#"
+apiVersion: run.ai/v1alpha1
+kind: Karta
+metadata: {name: lws}
+spec:
+  structureDefinition:
+    rootComponent:
+      name: lws
+      kind: {group: leaderworkerset.x-k8s.io, version: v1, kind: LeaderWorkerSet}
+      statusDefinition:
+        conditionsDefinition: {path: .status.conditions}
+        statusMappings:
+          running: [{byConditions: [{type: Available, status: "True"}]}]
+          initializing: [{byConditions: [{type: Available, status: Absent}]}]
+          failed: [{byConditions: [{type: Failed, status: "True"}]}]
+    childComponents:
+    - name: group
+      ownerRef: lws
+      scaleDefinition: {replicasPath: .spec.replicas // 1}
+      podSelector: {replicaSelector: {keyPath: '.metadata.labels["leaderworkerset.sigs.k8s.io/group-index"]'}}
+    - name: leader
+      ownerRef: group
+      kind: {group: apps, version: v1, kind: StatefulSet}
+      specDefinition: {podTemplateSpecPath: '.spec.leaderWorkerTemplate.leaderTemplate // .spec.leaderWorkerTemplate.workerTemplate'}
+      scaleDefinition: {replicasPath: '1'}
+      podSelector: {componentTypeSelector: {keyPath: '.metadata.labels["leaderworkerset.sigs.k8s.io/worker-index"]', value: "0"}}
+    - name: worker
+      ownerRef: group
+      kind: {group: apps, version: v1, kind: StatefulSet}
+      specDefinition: {podTemplateSpecPath: .spec.leaderWorkerTemplate.workerTemplate}
+      scaleDefinition: {replicasPath: '(.spec.leaderWorkerTemplate.size // 1) - 1'}
+      podSelector: {componentTypeSelector: {keyPath: '.metadata.labels["leaderworkerset.sigs.k8s.io/worker-index"] != "0"', value: "true"}}
+"#;
+
+fn lws(replicas: u64, size: u64) -> Object {
+    Object::new(json!({
+        "apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
+        "metadata": {"name": "vllm", "namespace": "s", "uid": "lws-uid"},
+        "spec": {"replicas": replicas, "leaderWorkerTemplate": {"size": size, "workerTemplate": {"spec": {"containers": [
+            {"name": "w", "resources": {"limits": {"nvidia.com/gpu": "8"}}}]}}}},
+        "status": {"conditions": [{"type": "Available", "status": "True", "reason": "AllGroupsReady", "message": "All replicas are ready"}]}}))
+}
+
+fn pod(name: &str, owner: &str, labels: Value) -> Object {
+    Object::new(json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "namespace": "s", "uid": format!("uid-{name}"), "labels": labels,
+                     "ownerReferences": [{"apiVersion": "apps/v1", "kind": "StatefulSet", "name": owner, "uid": owner, "controller": true}]},
+        "spec": {"nodeName": "n1", "containers": [{"name": "w", "resources": {"limits": {"nvidia.com/gpu": "8"}}}]},
+        "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}}))
+}
+
+fn sts(name: &str, owner_uid: &str) -> Object {
+    Object::new(
+        json!({"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": name, "namespace": "s", "uid": name,
+        "ownerReferences": [{"apiVersion": "x", "kind": "LeaderWorkerSet", "name": "vllm", "uid": owner_uid, "controller": true}]}}),
+    )
+}
+
+#[test]
+fn every_group_is_a_subtree_and_size_includes_the_leader() {
+    let d = def(LWS);
+    let w = resolve(&d, &lws(3, 4)).unwrap();
+    let groups: Vec<&Node> = w.root.children.iter().collect();
+    assert_eq!(groups.len(), 3);
+    assert_eq!(groups[1].path, "group#1");
+    assert_eq!(groups[1].children[0].path, "group#1/leader");
+    assert_eq!(groups[1].children[1].replicas, 3);
+    assert_eq!(groups[1].desired_pods, 4);
+    assert_eq!(w.root.desired_pods, 12);
+    assert_eq!(w.gpus(&GpuPolicy::default()), 96.0);
+    assert_eq!(w.status.phase, Phase::Running);
+    assert_eq!(w.status.reason.as_deref(), Some("AllGroupsReady"));
+}
+
+#[test]
+fn a_workload_scaled_to_zero_desires_nothing() {
+    let w = resolve(&def(LWS), &lws(0, 4)).unwrap();
+    assert_eq!(w.root.children.len(), 0);
+    assert_eq!(w.root.desired_pods, 0);
+}
+
+#[test]
+fn pods_land_in_their_group_and_strays_are_reported() {
+    let d = def(LWS);
+    let root = lws(2, 2);
+    let objects = vec![
+        sts("vllm", "lws-uid"),
+        pod(
+            "vllm-0",
+            "vllm",
+            json!({"leaderworkerset.sigs.k8s.io/group-index": "0", "leaderworkerset.sigs.k8s.io/worker-index": "0"}),
+        ),
+        pod(
+            "vllm-1-1",
+            "vllm",
+            json!({"leaderworkerset.sigs.k8s.io/group-index": "1", "leaderworkerset.sigs.k8s.io/worker-index": "1"}),
+        ),
+        // Group 7 does not exist in the spec (scaled down, still terminating).
+        pod(
+            "vllm-7",
+            "vllm",
+            json!({"leaderworkerset.sigs.k8s.io/group-index": "7", "leaderworkerset.sigs.k8s.io/worker-index": "0"}),
+        ),
+        // Not ours.
+        Object::new(
+            json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "other", "uid": "o"}}),
+        ),
+    ];
+    let mut w = resolve(&d, &root).unwrap();
+    attribute(&d, &mut w, &root, &objects).unwrap();
+    let place = |name: &str| {
+        w.root
+            .walk()
+            .find(|n| n.pods.iter().any(|p| p.name == name))
+            .map(|n| n.path.clone())
+    };
+    assert_eq!(place("vllm-0").as_deref(), Some("group#0/leader"));
+    assert_eq!(place("vllm-1-1").as_deref(), Some("group#1/worker"));
+    assert_eq!(
+        w.unattributed
+            .iter()
+            .map(|p| p.name.as_str())
+            .collect::<Vec<_>>(),
+        vec!["vllm-7"]
+    );
+    assert_eq!(w.observed_pods(), 3);
+    assert_eq!(w.root.ready_pods(), 2);
+}
+
+#[test]
+fn gangs_per_group_predicted_and_observed() {
+    let yaml = format!(
+        "{LWS}  optimizationInstructions:\n    gangScheduling:\n      podGroups:\n      - name: group\n        members:\n        - componentName: group\n          groupByKeyPaths: ['.metadata.labels[\"leaderworkerset.sigs.k8s.io/group-index\"]']\n"
+    );
+    let d = def(&yaml);
+    let root = lws(2, 2);
+    let w = resolve(&d, &root).unwrap();
+    let g = gangs(&d, &w, None).unwrap();
+    assert_eq!(
+        g.iter()
+            .map(|g| (g.name.as_str(), g.min_member))
+            .collect::<Vec<_>>(),
+        vec![("vllm-group-group-0", 2), ("vllm-group-group-1", 2)]
+    );
+    let objects = vec![
+        sts("vllm", "lws-uid"),
+        pod(
+            "vllm-0",
+            "vllm",
+            json!({"leaderworkerset.sigs.k8s.io/group-index": "0", "leaderworkerset.sigs.k8s.io/worker-index": "0"}),
+        ),
+    ];
+    let mut w = resolve(&d, &root).unwrap();
+    attribute(&d, &mut w, &root, &objects).unwrap();
+    let g = gangs(&d, &w, Some(&objects)).unwrap();
+    assert_eq!(g.len(), 1);
+    assert_eq!(g[0].members, vec!["vllm-0"]);
+    assert!(g[0].incomplete, "1 of 2 pods");
+}
+
+#[test]
+fn gang_keys_must_yield_one_value() {
+    let yaml = format!(
+        "{LWS}  optimizationInstructions:\n    gangScheduling:\n      podGroups:\n      - name: group\n        members:\n        - componentName: group\n          groupByKeyPaths: ['.metadata.labels.missing']\n"
+    );
+    let d = def(&yaml);
+    let root = lws(1, 1);
+    let objects = vec![
+        sts("vllm", "lws-uid"),
+        pod(
+            "vllm-0",
+            "vllm",
+            json!({"leaderworkerset.sigs.k8s.io/group-index": "0", "leaderworkerset.sigs.k8s.io/worker-index": "0"}),
+        ),
+    ];
+    let mut w = resolve(&d, &root).unwrap();
+    attribute(&d, &mut w, &root, &objects).unwrap();
+    let e = gangs(&d, &w, Some(&objects)).unwrap_err().to_string();
+    assert!(e.contains("exactly one non-empty value"), "{e}");
+}
+
+#[test]
+fn long_gang_names_are_cut_with_a_stable_distinct_hash() {
+    let a = gang_name(&[&"a".repeat(80), "x"]);
+    let b = gang_name(&[&"a".repeat(80), "y"]);
+    assert!(a.len() <= 63 && b.len() <= 63);
+    assert_ne!(a, b);
+    assert_eq!(a, gang_name(&[&"a".repeat(80), "x"]));
+}
+
+const MULTI: &str = r#"
+apiVersion: run.ai/v1alpha1
+kind: Karta
+metadata: {name: multi}
+spec:
+  structureDefinition:
+    rootComponent:
+      name: root
+      kind: {group: example.io, version: v1, kind: Multi}
+      statusDefinition:
+        phaseDefinition: {path: .status.phase}
+        statusMappings:
+          running: [{byPhase: Running}]
+          degraded: [{byPhase: Running, byExpression: {expression: '.status.ready < .status.want', expectedResult: "true"}}]
+    childComponents:
+    - name: role
+      ownerRef: root
+      instanceIdPath: .spec.roles[].name
+      specDefinition: {podSpecPath: '.spec.roles[].pod', metadataPath: '.spec.roles[].meta'}
+      scaleDefinition: {replicasPath: '.spec.roles[].count'}
+      podSelector: {componentInstanceSelector: {idPath: '.metadata.labels.role'}}
+"#;
+
+#[test]
+fn instances_zip_with_their_paths_and_a_mismatch_is_an_error() {
+    let d = def(MULTI);
+    let o = Object::new(
+        json!({"apiVersion": "example.io/v1", "kind": "Multi", "metadata": {"name": "m"},
+        "spec": {"roles": [{"name": "a", "count": 2, "pod": {"containers": []}, "meta": {"labels": {"x": "1"}}},
+                           {"name": "b", "count": 3, "pod": {"containers": []}, "meta": {}}]},
+        "status": {"phase": "Running", "ready": 1, "want": 5}}),
+    );
+    let w = resolve(&d, &o).unwrap();
+    assert_eq!(
+        w.root
+            .children
+            .iter()
+            .map(|n| (n.instance.clone().unwrap(), n.replicas))
+            .collect::<Vec<_>>(),
+        vec![("a".into(), 2), ("b".into(), 3)]
+    );
+    assert_eq!(
+        w.root.children[0].template.as_ref().unwrap()["metadata"]["labels"]["x"],
+        "1"
+    );
+    assert_eq!(w.status.phases, vec![Phase::Degraded, Phase::Running]);
+    assert_eq!(w.status.phase, Phase::Degraded);
+    // One role has no count: replicas path yields null at its position, not a shorter list.
+    let o2 = Object::new(
+        json!({"apiVersion": "example.io/v1", "kind": "Multi", "metadata": {"name": "m"},
+        "spec": {"roles": [{"name": "a", "pod": {}}, {"name": "b", "count": 3, "pod": {}}]}}),
+    );
+    let w2 = resolve(&d, &o2).unwrap();
+    assert_eq!(w2.root.children[0].replicas, 1);
+    // A path that yields a different number of values than there are ids is an error.
+    let bad = def(&MULTI.replace(
+        "replicasPath: '.spec.roles[].count'",
+        "replicasPath: '.spec.roles[0].count'",
+    ));
+    let e = resolve(&bad, &o).unwrap_err().to_string();
+    assert!(
+        e.contains("instanceIdPath yields 2 ids but replicasPath yields 1"),
+        "{e}"
+    );
+}
+
+const FRAG: &str = r#"
+apiVersion: run.ai/v1alpha1
+kind: Karta
+metadata: {name: frag}
+spec:
+  structureDefinition:
+    rootComponent:
+      name: svc
+      kind: {group: apps.nvidia.com, version: v1alpha1, kind: NIMService}
+      specDefinition:
+        fragmentedPodSpecDefinition:
+          schedulerNamePath: .spec.schedulerName
+          labelsPath: .spec.labels
+          resourcesPath: .spec.resources
+          imagePath: .spec.image.repository
+      scaleDefinition: {replicasPath: .spec.replicas}
+      statusDefinition: {phaseDefinition: {path: .status.state}, statusMappings: {running: [{byPhase: Ready}]}}
+"#;
+
+#[test]
+fn fragmented_fields_assemble_one_template() {
+    let d = def(FRAG);
+    let mut o = json!({"apiVersion": "apps.nvidia.com/v1alpha1", "kind": "NIMService", "metadata": {"name": "n"},
+        "spec": {"replicas": 2, "labels": {"a": "b"}, "image": {"repository": "nvcr.io/nim"}, "resources": {"limits": {"nvidia.com/gpu": 2}}}});
+    let w = resolve(&d, &Object::new(o.clone())).unwrap();
+    let t = w.root.template.as_ref().unwrap();
+    assert_eq!(t["metadata"]["labels"]["a"], "b");
+    assert_eq!(t["spec"]["containers"][0]["image"], "nvcr.io/nim");
+    assert_eq!(w.gpus(&GpuPolicy::default()), 4.0);
+    // Updates go to the fragment paths; a field without a path is a clear error.
+    let u = PodUpdate {
+        scheduler_name: Some("kai".into()),
+        labels: [("team".to_string(), "x".to_string())].into(),
+        ..Default::default()
+    };
+    let r = update(&d, &mut o, &Target::all(), &u).unwrap();
+    assert_eq!(o["spec"]["schedulerName"], "kai");
+    assert_eq!(o["spec"]["labels"]["team"], "x");
+    assert_eq!(r.changed.len(), 2);
+    let ns = PodUpdate {
+        node_selector: [("k".to_string(), "v".to_string())].into(),
+        ..Default::default()
+    };
+    assert!(
+        update(&d, &mut o, &Target::all(), &ns)
+            .unwrap_err()
+            .to_string()
+            .contains("nodeSelector")
+    );
+}
+
+#[test]
+fn references_are_read_through_the_provider() {
+    struct Runtimes;
+    impl ReferenceProvider for Runtimes {
+        fn get(
+            &self,
+            kind: &wlmap_schema::GroupVersionKind,
+            ns: Option<&str>,
+            name: &str,
+        ) -> Option<Value> {
+            (kind.kind == "ClusterTrainingRuntime" && ns.is_none() && name == "torch").then(|| json!({"spec": {"template": {"spec": {"replicatedJobs": [{"name": "node", "template": {"spec": {"parallelism": 1, "template": {"spec": {"containers": [{"name": "t", "resources": {"limits": {"nvidia.com/gpu": 8}}}]}}}}}]}}}}))
+        }
+    }
+    let yaml = r#"
+apiVersion: run.ai/v1alpha1
+kind: Karta
+metadata: {name: trainjob}
+spec:
+  references:
+  - name: runtime
+    kind: {group: trainer.kubeflow.org, version: v1alpha1, kind: ClusterTrainingRuntime}
+    namePath: .spec.runtimeRef.name
+    clusterScoped: true
+  structureDefinition:
+    rootComponent:
+      name: trainjob
+      kind: {group: trainer.kubeflow.org, version: v1alpha1, kind: TrainJob}
+      statusDefinition: {conditionsDefinition: {path: .status.conditions}, statusMappings: {completed: [{byConditions: [{type: Complete, status: "True"}]}]}}
+    childComponents:
+    - name: node
+      ownerRef: trainjob
+      specDefinition: {podTemplateSpecPath: '$runtime.spec.template.spec.replicatedJobs[]? | select(.name == "node") | .template.spec.template'}
+      scaleDefinition: {replicasPath: '.spec.trainer.numNodes // 1'}
+"#;
+    let d = def(yaml);
+    let o = Object::new(
+        json!({"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob", "metadata": {"name": "t", "namespace": "ml"},
+        "spec": {"runtimeRef": {"name": "torch"}, "trainer": {"numNodes": 4}}}),
+    );
+    let w = resolve_with(&d, &o, &Runtimes).unwrap();
+    assert_eq!(w.gpus(&GpuPolicy::default()), 32.0);
+    // Without the referenced object the variable is null and the component has no template.
+    let w = resolve(&d, &o).unwrap();
+    assert_eq!(w.gpus(&GpuPolicy::default()), 0.0);
+}
+
+#[test]
+fn a_hostile_expression_ends_with_an_error_naming_definition_component_and_field() {
+    let d = def(&MULTI.replace(
+        "replicasPath: '.spec.roles[].count'",
+        "replicasPath: '[.spec.roles[] | last(repeat(.count))]'",
+    ));
+    let o = Object::new(
+        json!({"apiVersion": "example.io/v1", "kind": "Multi", "metadata": {"name": "m"}, "spec": {"roles": [{"name": "a", "count": 1}]}}),
+    );
+    let e = resolve(&d, &o).unwrap_err().to_string();
+    assert!(
+        e.contains("definition multi")
+            && e.contains("component role")
+            && e.contains("replicasPath")
+            && e.contains("budget"),
+        "{e}"
+    );
+}
+
+#[test]
+fn suspend_and_resume_use_the_definition_actions() {
+    let yaml = r#"
+apiVersion: run.ai/v1alpha1
+kind: Karta
+metadata: {name: js}
+spec:
+  structureDefinition:
+    rootComponent:
+      name: js
+      kind: {group: jobset.x-k8s.io, version: v1alpha2, kind: JobSet}
+      statusDefinition: {conditionsDefinition: {path: .status.conditions}, statusMappings: {suspended: [{byConditions: [{type: Suspended, status: "True"}]}]}}
+      suspendDefinition:
+        suspendActions: [{path: .spec.suspend, value: "true"}]
+        resumeActions: [{path: .spec.suspend, value: "false"}]
+"#;
+    let d = def(yaml);
+    let mut o = json!({"spec": {"replicatedJobs": []}});
+    suspend(&d, &mut o, true).unwrap();
+    assert_eq!(o["spec"]["suspend"], true);
+    suspend(&d, &mut o, false).unwrap();
+    assert_eq!(o["spec"]["suspend"], false);
+}
+
+// ---- Round-trip properties of updates -----------------------------------------------------
+
+const JOBSET: &str = r#"
+apiVersion: run.ai/v1alpha1
+kind: Karta
+metadata: {name: js}
+spec:
+  structureDefinition:
+    rootComponent:
+      name: js
+      kind: {group: jobset.x-k8s.io, version: v1alpha2, kind: JobSet}
+      statusDefinition: {phaseDefinition: {path: .status.phase}, statusMappings: {running: [{byPhase: Running}]}}
+    childComponents:
+    - name: rj
+      ownerRef: js
+      instanceIdPath: .spec.replicatedJobs[].name
+      specDefinition: {podTemplateSpecPath: '.spec.replicatedJobs[].template.spec.template'}
+      podSelector: {componentInstanceSelector: {idPath: '.metadata.labels["jobset.sigs.k8s.io/replicatedjob-name"]'}}
+"#;
+
+fn arb_template() -> impl Strategy<Value = Value> {
+    (
+        proptest::option::of("[a-z-]{1,12}"),
+        proptest::collection::btree_map("[a-z]{1,6}", "[a-z0-9]{0,6}", 0..3),
+        proptest::option::of(proptest::collection::btree_map(
+            "[a-z]{1,6}",
+            "[a-z]{1,4}",
+            0..2,
+        )),
+        any::<bool>(),
+    )
+        .prop_map(|(sched, labels, node_sel, with_meta)| {
+            let mut spec = json!({"containers": [{"name": "c", "image": "img"}]});
+            if let Some(s) = sched {
+                spec["schedulerName"] = json!(s);
+            }
+            if let Some(ns) = node_sel {
+                spec["nodeSelector"] = json!(ns);
+            }
+            let mut t = json!({"spec": spec});
+            if with_meta {
+                t["metadata"] = json!({"labels": labels});
+            }
+            t
+        })
+}
+
+fn arb_jobset() -> impl Strategy<Value = Value> {
+    proptest::collection::vec(arb_template(), 1..4).prop_map(|ts| {
+        let rjs: Vec<Value> = ts.into_iter().enumerate().map(|(i, t)| json!({"name": format!("rj{i}"), "replicas": 1, "template": {"spec": {"parallelism": 1, "template": t}}})).collect();
+        json!({"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "metadata": {"name": "x"}, "spec": {"replicatedJobs": rjs}, "status": {"phase": "Running"}})
+    })
+}
+
+fn arb_update() -> impl Strategy<Value = PodUpdate> {
+    (
+        proptest::option::of("[a-z]{1,8}"),
+        proptest::collection::btree_map("[a-z]{1,6}", "[a-z0-9]{0,6}", 0..3),
+        proptest::collection::btree_map("[a-z]{1,6}", "[a-z]{1,4}", 0..2),
+        proptest::option::of("[a-z]{1,8}"),
+    )
+        .prop_map(|(s, l, n, p)| PodUpdate {
+            scheduler_name: s,
+            labels: l,
+            node_selector: n,
+            priority_class_name: p,
+            ..Default::default()
+        })
+}
+
+/// Remove what an update may set, so the rest can be compared.
+fn strip(mut v: Value, u: &PodUpdate, original: &Value) -> Value {
+    let n = v["spec"]["replicatedJobs"]
+        .as_array()
+        .map(Vec::len)
+        .unwrap_or(0);
+    for i in 0..n {
+        let t = &mut v["spec"]["replicatedJobs"][i]["template"]["spec"]["template"];
+        let o = &original["spec"]["replicatedJobs"][i]["template"]["spec"]["template"];
+        if u.scheduler_name.is_some() {
+            restore(t, o, &["spec", "schedulerName"]);
+        }
+        if u.priority_class_name.is_some() {
+            restore(t, o, &["spec", "priorityClassName"]);
+        }
+        for k in u.labels.keys() {
+            restore(t, o, &["metadata", "labels", k]);
+        }
+        for k in u.node_selector.keys() {
+            restore(t, o, &["spec", "nodeSelector", k]);
+        }
+        // Parents the update had to create are removed when they were absent before.
+        for (parent, key) in [("metadata", "labels"), ("spec", "nodeSelector")] {
+            if o.get(parent).and_then(|p| p.get(key)).is_none()
+                && let Some(p) = t.get_mut(parent).and_then(Value::as_object_mut)
+            {
+                p.remove(key);
+            }
+        }
+        if o.get("metadata").is_none()
+            && let Some(m) = t.as_object_mut()
+        {
+            m.remove("metadata");
+        }
+    }
+    v
+}
+
+fn restore(t: &mut Value, o: &Value, path: &[&str]) {
+    let (last, parents) = path.split_last().expect("non-empty");
+    let mut at = t;
+    for p in parents {
+        match at.get_mut(*p) {
+            Some(x) => at = x,
+            None => return,
+        }
+    }
+    let mut orig = o;
+    for p in parents {
+        orig = orig.get(*p).unwrap_or(&Value::Null);
+    }
+    match (at.as_object_mut(), orig.get(*last)) {
+        (Some(m), Some(v)) => {
+            m.insert((*last).to_string(), v.clone());
+        }
+        (Some(m), None) => {
+            m.remove(*last);
+        }
+        _ => {}
+    }
+}
+
+proptest! {
+    #[test]
+    fn an_update_changes_only_what_it_asks_and_is_idempotent(obj in arb_jobset(), u in arb_update()) {
+        let d = def(JOBSET);
+        let mut once = obj.clone();
+        update(&d, &mut once, &Target::all(), &u).unwrap();
+        let mut twice = once.clone();
+        let r2 = update(&d, &mut twice, &Target::all(), &u).unwrap();
+        prop_assert_eq!(&twice, &once);
+        prop_assert!(r2.changed.is_empty());
+        // The asked values are there.
+        for rj in once["spec"]["replicatedJobs"].as_array().unwrap() {
+            let t = &rj["template"]["spec"]["template"];
+            if let Some(s) = &u.scheduler_name { prop_assert_eq!(&t["spec"]["schedulerName"], &json!(s)); }
+            for (k, v) in &u.labels { prop_assert_eq!(&t["metadata"]["labels"][k], &json!(v)); }
+        }
+        // Nothing else changed and nothing was nulled.
+        prop_assert_eq!(strip(once.clone(), &u, &obj), obj.clone());
+        prop_assert!(!once.to_string().contains("null"));
+    }
+
+    #[test]
+    fn an_update_with_the_current_values_is_a_byte_for_byte_no_op(obj in arb_jobset()) {
+        let d = def(JOBSET);
+        let t = &obj["spec"]["replicatedJobs"][0]["template"]["spec"]["template"];
+        let u = PodUpdate {
+            scheduler_name: t["spec"]["schedulerName"].as_str().map(String::from),
+            labels: t["metadata"]["labels"].as_object().map(|m| m.iter().map(|(k, v)| (k.clone(), v.as_str().unwrap_or("").to_string())).collect()).unwrap_or_default(),
+            ..Default::default()
+        };
+        let mut after = obj.clone();
+        update(&d, &mut after, &Target { component: Some("rj".into()), instance: Some("rj0".into()) }, &u).unwrap();
+        prop_assert_eq!(serde_json::to_string(&after).unwrap(), serde_json::to_string(&obj).unwrap());
+    }
+}
+
+#[test]
+fn an_update_can_target_one_instance() {
+    let d = def(JOBSET);
+    let mut o = json!({"spec": {"replicatedJobs": [{"name": "a", "template": {"spec": {"template": {"spec": {}}}}}, {"name": "b", "template": {"spec": {"template": {"spec": {}}}}}]}});
+    let u = PodUpdate {
+        scheduler_name: Some("kai".into()),
+        ..Default::default()
+    };
+    update(
+        &d,
+        &mut o,
+        &Target {
+            component: Some("rj".into()),
+            instance: Some("b".into()),
+        },
+        &u,
+    )
+    .unwrap();
+    assert!(
+        o["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+            .get("schedulerName")
+            .is_none()
+    );
+    assert_eq!(
+        o["spec"]["replicatedJobs"][1]["template"]["spec"]["template"]["spec"]["schedulerName"],
+        "kai"
+    );
+    let e = update(&d, &mut o, &Target::component("nope"), &u)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("rj"), "{e}");
+}
