@@ -28,12 +28,14 @@
 //! assert!(findings.iter().all(|f| f.severity != wlmap_schema::Severity::Error));
 //! ```
 
+mod crd;
 mod decode;
 mod error;
 mod location;
 mod types;
 mod validate;
 
+pub use crd::karta_crd;
 pub use decode::{decode, decode_one, options as yaml_options};
 pub use error::{Error, Result};
 pub use location::{Location, Source};

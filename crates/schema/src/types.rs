@@ -3,6 +3,7 @@
 //! Every struct denies unknown fields: a misspelled key such as `ownerName` is a decoding error
 //! that names the field and its location instead of silently dropping the setting.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -36,7 +37,7 @@ pub const LEGACY_KIND: &str = "ResourceInterface";
 /// let karta = wlmap_schema::decode_one(yaml, "pod.yaml").unwrap();
 /// assert_eq!(karta.root().name, "pod");
 /// ```
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Karta {
     /// `run.ai/v1alpha1` (or the legacy `optimization.nvidia.com/v1alpha1` before conversion).
@@ -142,7 +143,7 @@ impl Karta {
 }
 
 /// Kubernetes object metadata of a definition. Only `name` is interpreted; the rest is kept.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Metadata {
     /// Name of the definition (cluster-scoped object name).
@@ -154,7 +155,7 @@ pub struct Metadata {
 }
 
 /// `spec` of a definition.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct KartaSpec {
     /// The component tree.
@@ -171,7 +172,7 @@ pub struct KartaSpec {
 ///
 /// The object is found by the caller's provider (a snapshot or the cluster); when it cannot be
 /// found the variable is `null`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Reference {
     /// Variable name without `$`.
@@ -190,7 +191,7 @@ pub struct Reference {
 }
 
 /// The structure: a root component and its descendants.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct StructureDefinition {
     /// The workload object itself.
@@ -204,7 +205,7 @@ pub struct StructureDefinition {
 }
 
 /// Group, version and kind of a Kubernetes type.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct GroupVersionKind {
     /// API group; empty for the core group.
@@ -286,7 +287,7 @@ impl std::fmt::Display for GroupVersionKind {
 }
 
 /// One component of the structure.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ComponentDefinition {
     /// Unique name within the definition.
@@ -332,7 +333,7 @@ impl ComponentDefinition {
 }
 
 /// Where a component keeps its pods' specification; exactly one shape.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SpecDefinition {
     /// jq to a full PodTemplateSpec.
@@ -364,7 +365,7 @@ impl SpecDefinition {
 }
 
 /// Pod fields kept in separate places of a custom resource.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct FragmentedPodSpecDefinition {
     /// jq to the scheduler name.
@@ -403,7 +404,7 @@ pub struct FragmentedPodSpecDefinition {
 }
 
 /// Where replica counts live.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ScaleDefinition {
     /// jq to the desired replicas.
@@ -418,7 +419,7 @@ pub struct ScaleDefinition {
 }
 
 /// How to read a workload's status.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct StatusDefinition {
     /// Where the phase string lives.
@@ -433,7 +434,7 @@ pub struct StatusDefinition {
 }
 
 /// Where the phase lives.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PhaseDefinition {
     /// jq to the phase.
@@ -441,7 +442,7 @@ pub struct PhaseDefinition {
 }
 
 /// Where the conditions live.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ConditionsDefinition {
     /// jq to the list of conditions.
@@ -461,7 +462,7 @@ pub struct ConditionsDefinition {
 }
 
 /// Matchers for each common status; each list is ORed.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct StatusMappings {
     /// Starting up.
@@ -491,7 +492,7 @@ pub struct StatusMappings {
 }
 
 /// One matcher: the parts present are ANDed.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct StatusMatcher {
     /// The phase equals this string.
@@ -506,7 +507,7 @@ pub struct StatusMatcher {
 }
 
 /// A condition to look for.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ExpectedCondition {
     /// Condition type.
@@ -522,7 +523,7 @@ pub struct ExpectedCondition {
 }
 
 /// An expression and the string its first output must equal.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ExpressionMatcher {
     /// jq on the workload.
@@ -532,7 +533,7 @@ pub struct ExpressionMatcher {
 }
 
 /// Suspend and resume actions.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SuspendDefinition {
     /// Applied in order to suspend.
@@ -544,7 +545,7 @@ pub struct SuspendDefinition {
 }
 
 /// Set the value at a path.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Action {
     /// jq path to write.
@@ -554,7 +555,7 @@ pub struct Action {
 }
 
 /// How a component's pods are recognised; every path runs on the pod.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PodSelector {
     /// Which component a pod belongs to.
@@ -569,7 +570,7 @@ pub struct PodSelector {
 }
 
 /// Component type selector.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ComponentTypeSelector {
     /// jq on the pod.
@@ -584,7 +585,7 @@ pub struct ComponentTypeSelector {
 }
 
 /// Instance selector.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ComponentInstanceSelector {
     /// jq on the pod yielding its instance id.
@@ -592,7 +593,7 @@ pub struct ComponentInstanceSelector {
 }
 
 /// Replica selector.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ReplicaSelector {
     /// jq on the pod yielding its replica key.
@@ -600,7 +601,7 @@ pub struct ReplicaSelector {
 }
 
 /// Hints for schedulers.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct OptimizationInstructions {
     /// Gang scheduling.
@@ -609,7 +610,7 @@ pub struct OptimizationInstructions {
 }
 
 /// Gang scheduling, in the deprecated and the current form.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct GangScheduling {
     /// Deprecated: groups keyed by pod expressions.
@@ -621,7 +622,7 @@ pub struct GangScheduling {
 }
 
 /// Deprecated pod group.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PodGroupDefinition {
     /// Group name.
@@ -632,7 +633,7 @@ pub struct PodGroupDefinition {
 }
 
 /// Member of a deprecated pod group.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PodGroupMember {
     /// Component name.
@@ -646,7 +647,7 @@ pub struct PodGroupMember {
 }
 
 /// Current pod group form.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PodGroupMapping {
     /// Group name.
@@ -660,7 +661,7 @@ pub struct PodGroupMapping {
 }
 
 /// A sub-group.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SubGroup {
     /// Component name.
@@ -671,7 +672,7 @@ pub struct SubGroup {
 }
 
 /// Topology constraint.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct TopologyConstraint {
     /// Topology object name.
