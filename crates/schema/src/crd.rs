@@ -17,7 +17,10 @@ fn structural(v: Value) -> Value {
             let mut out = Map::new();
             // `anyOf: [X, {type: null}]` (an Option of a struct) becomes X.
             if let Some(Value::Array(any)) = m.get("anyOf") {
-                let non_null: Vec<&Value> = any.iter().filter(|s| s.get("type") != Some(&json!("null"))).collect();
+                let non_null: Vec<&Value> = any
+                    .iter()
+                    .filter(|s| s.get("type") != Some(&json!("null")))
+                    .collect();
                 if non_null.len() == 1 {
                     let mut inner = structural(non_null[0].clone());
                     if let (Some(d), Some(o)) = (m.get("description"), inner.as_object_mut()) {
@@ -28,16 +31,27 @@ fn structural(v: Value) -> Value {
             }
             for (k, val) in m {
                 match k.as_str() {
-                    "$schema" | "title" | "default" | "format" | "nullable" | "definitions" | "$defs" => {}
+                    "$schema" | "title" | "default" | "format" | "nullable" | "definitions"
+                    | "$defs" => {}
                     "type" => {
                         let t = match &val {
-                            Value::Array(ts) => ts.iter().find(|t| *t != "null").cloned().unwrap_or(json!("object")),
+                            Value::Array(ts) => ts
+                                .iter()
+                                .find(|t| *t != "null")
+                                .cloned()
+                                .unwrap_or(json!("object")),
                             other => other.clone(),
                         };
                         out.insert(k, t);
                     }
                     "properties" => {
-                        let props: Map<String, Value> = val.as_object().cloned().unwrap_or_default().into_iter().map(|(pk, pv)| (pk, structural(pv))).collect();
+                        let props: Map<String, Value> = val
+                            .as_object()
+                            .cloned()
+                            .unwrap_or_default()
+                            .into_iter()
+                            .map(|(pk, pv)| (pk, structural(pv)))
+                            .collect();
                         out.insert(k, Value::Object(props));
                     }
                     "additionalProperties" | "items" => {
@@ -50,6 +64,12 @@ fn structural(v: Value) -> Value {
             }
             if out.is_empty() {
                 return json!({"x-kubernetes-preserve-unknown-fields": true});
+            }
+            // `deny_unknown_fields` gives `additionalProperties: false`; Kubernetes forbids it
+            // beside `properties` (the API server prunes unknown fields instead, and wlmap's
+            // strict decoder reports them).
+            if out.contains_key("properties") {
+                out.remove("additionalProperties");
             }
             Value::Object(out)
         }
@@ -67,7 +87,9 @@ fn structural(v: Value) -> Value {
 pub fn karta_crd() -> Value {
     let mut settings = schemars::generate::SchemaSettings::openapi3();
     settings.inline_subschemas = true;
-    let spec = settings.into_generator().into_root_schema_for::<KartaSpec>();
+    let spec = settings
+        .into_generator()
+        .into_root_schema_for::<KartaSpec>();
     let spec = structural(serde_json::to_value(spec).unwrap_or(Value::Null));
     json!({
         "apiVersion": "apiextensions.k8s.io/v1",

@@ -205,7 +205,9 @@ pub struct StructureDefinition {
 }
 
 /// Group, version and kind of a Kubernetes type.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
+#[derive(
+    Debug, Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct GroupVersionKind {
     /// API group; empty for the core group.

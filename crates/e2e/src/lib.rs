@@ -1,0 +1,240 @@
+//! Helpers for the end-to-end tests: run `kubectl` and `wlmap` against the testbed started by
+//! `testbed/with-testbed.sh`, and load catalog fixtures into the API server the way their
+//! controllers leave them (objects created, then status written through the status
+//! subresource, ownerReferences re-pointed at the uids the server assigned).
+
+use serde_json::Value;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+/// The testbed's environment.
+pub struct Testbed {
+    /// Admin kubeconfig.
+    pub kubeconfig: String,
+    /// Read-only-in-team-a kubeconfig.
+    pub restricted: String,
+    /// kubectl binary.
+    pub kubectl: String,
+    /// API server URL.
+    pub server: String,
+}
+
+impl Testbed {
+    /// From the variables `with-testbed.sh` exports; panics with a clear message otherwise.
+    pub fn from_env() -> Testbed {
+        let get = |k: &str| {
+            std::env::var(k).unwrap_or_else(|_| panic!("{k} is not set: run these tests through testbed/with-testbed.sh (scripts/test.sh does)"))
+        };
+        Testbed {
+            kubeconfig: get("WLMAP_TESTBED_KUBECONFIG"),
+            restricted: get("WLMAP_TESTBED_RESTRICTED_KUBECONFIG"),
+            kubectl: get("WLMAP_TESTBED_KUBECTL"),
+            server: get("WLMAP_TESTBED_SERVER"),
+        }
+    }
+
+    /// Run kubectl as admin; panics on failure.
+    pub fn kubectl(&self, args: &[&str], stdin: Option<&str>) -> String {
+        let o = run(
+            &self.kubectl,
+            &[&["--kubeconfig", &self.kubeconfig], args].concat(),
+            stdin,
+        );
+        assert!(
+            o.status.success(),
+            "kubectl {args:?} failed: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    }
+
+    /// Run wlmap as admin.
+    pub fn wlmap(&self, args: &[&str]) -> Output {
+        run(
+            &wlmap_bin(),
+            &[&["--kubeconfig", &self.kubeconfig], args].concat(),
+            None,
+        )
+    }
+
+    /// Run wlmap as the restricted user.
+    pub fn wlmap_restricted(&self, args: &[&str]) -> Output {
+        run(
+            &wlmap_bin(),
+            &[&["--kubeconfig", &self.restricted], args].concat(),
+            None,
+        )
+    }
+
+    /// Apply a manifest file.
+    pub fn apply_file(&self, path: &Path) {
+        self.kubectl(&["apply", "-f", path.to_str().expect("utf8 path")], None);
+    }
+
+    /// Create the objects of a fixture as its controller would: namespace, objects in file
+    /// order (owners first) with server-assigned uids, then each status via the subresource.
+    /// Returns the created objects by name.
+    pub fn load_fixture(&self, rel: &str) -> HashMap<String, Value> {
+        let path = fixtures().join(rel).join("objects.yaml");
+        let text =
+            std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let docs: Vec<Value> =
+            serde_saphyr::from_multiple_with_options(&text, wlmap_schema::yaml_options())
+                .expect("fixture parses");
+        let mut uids: HashMap<String, String> = HashMap::new();
+        let mut created = HashMap::new();
+        for mut d in docs.into_iter().filter(|d| d.is_object()) {
+            let ns = d
+                .pointer("/metadata/namespace")
+                .and_then(Value::as_str)
+                .unwrap_or("default")
+                .to_string();
+            let _ = run(
+                &self.kubectl,
+                &["--kubeconfig", &self.kubeconfig, "create", "namespace", &ns],
+                None,
+            );
+            let old_uid = d
+                .pointer("/metadata/uid")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string();
+            let status = d.as_object_mut().and_then(|m| m.remove("status"));
+            if let Some(m) = d.get_mut("metadata").and_then(Value::as_object_mut) {
+                for k in [
+                    "uid",
+                    "resourceVersion",
+                    "creationTimestamp",
+                    "generation",
+                    "managedFields",
+                ] {
+                    m.remove(k);
+                }
+            }
+            if d["kind"] == "Job" && d["apiVersion"] == "batch/v1" {
+                // The API server generates a Job's selector and controller-uid labels from the
+                // uid it assigns, as it does for the real controllers.
+                if let Some(spec) = d.get_mut("spec").and_then(Value::as_object_mut) {
+                    spec.remove("selector");
+                    spec.remove("manualSelector");
+                }
+                if let Some(l) = d
+                    .pointer_mut("/spec/template/metadata/labels")
+                    .and_then(Value::as_object_mut)
+                {
+                    l.remove("controller-uid");
+                    l.remove("batch.kubernetes.io/controller-uid");
+                }
+            }
+            // Owner references and uid-valued labels point at the uids the server assigned.
+            let mut text = d.to_string();
+            for (old, new) in &uids {
+                if !old.is_empty() {
+                    text = text.replace(old.as_str(), new);
+                }
+            }
+            let out = self.kubectl(&["create", "-o", "json", "-f", "-"], Some(&text));
+            let obj: Value = serde_json::from_str(&out).expect("created object");
+            let new_uid = obj
+                .pointer("/metadata/uid")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string();
+            uids.insert(old_uid, new_uid);
+            let kind = obj["kind"].as_str().unwrap_or("").to_string();
+            let name = obj
+                .pointer("/metadata/name")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string();
+            if let Some(st) = status {
+                let res = format!("{}/{}", resource_of(&obj), name);
+                self.kubectl(
+                    &[
+                        "patch",
+                        &res,
+                        "-n",
+                        &ns,
+                        "--subresource=status",
+                        "--type=merge",
+                        "-p",
+                        &serde_json::json!({"status": st}).to_string(),
+                    ],
+                    None,
+                );
+            }
+            created.insert(format!("{kind}/{name}"), obj);
+        }
+        created
+    }
+}
+
+/// `kind.group` for kubectl.
+fn resource_of(obj: &Value) -> String {
+    let kind = obj["kind"].as_str().unwrap_or("").to_lowercase();
+    let av = obj["apiVersion"].as_str().unwrap_or("");
+    match av.split_once('/') {
+        Some((g, _)) => format!("{kind}.{g}"),
+        None => kind,
+    }
+}
+
+/// The catalog fixtures directory.
+pub fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../catalog/fixtures")
+}
+
+/// The testbed's CRD directory.
+pub fn testbed_crds() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testbed/crds")
+}
+
+/// The built `wlmap` binary (`WLMAP_BIN`, else `target/debug/wlmap`).
+pub fn wlmap_bin() -> String {
+    std::env::var("WLMAP_BIN").unwrap_or_else(|_| {
+        let target = std::env::var("CARGO_TARGET_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|_| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target"));
+        target.join("debug/wlmap").display().to_string()
+    })
+}
+
+/// Run a program with optional stdin.
+pub fn run(bin: &str, args: &[&str], stdin: Option<&str>) -> Output {
+    use std::io::Write;
+    let mut child = Command::new(bin)
+        .args(args)
+        .env("NO_COLOR", "1")
+        .stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{bin}: {e}"));
+    if let Some(s) = stdin {
+        child
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(s.as_bytes())
+            .expect("write stdin");
+    }
+    child.wait_with_output().expect("wait")
+}
+
+/// Parse stdout as JSON, failing with both streams shown.
+pub fn json(o: &Output) -> Value {
+    assert!(
+        o.status.success(),
+        "exit {:?}\nstdout: {}\nstderr: {}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&o.stdout)))
+}

@@ -1,0 +1,388 @@
+//! End to end against a real kube-apiserver (testbed/). Run through
+//! `testbed/with-testbed.sh cargo test -p wlmap-e2e -- --include-ignored` (scripts/test.sh does).
+//! One ordered scenario, because the phases share one API server (the kartas CRD is absent at
+//! first, then installed).
+
+use serde_json::Value;
+use std::collections::BTreeMap;
+use wlmap_e2e::{Testbed, fixtures, json, testbed_crds};
+
+fn stderr(o: &std::process::Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Node paths of every pod in a describe view (`name[instance]#replica`, root = "").
+fn placements(v: &Value) -> BTreeMap<String, String> {
+    fn walk(n: &Value, prefix: Option<String>, out: &mut BTreeMap<String, String>) {
+        let mut seg = n["name"].as_str().unwrap_or("").to_string();
+        if let Some(i) = n["instance"].as_str() {
+            seg.push_str(&format!("[{i}]"));
+        }
+        if let Some(r) = n["replica"].as_str() {
+            seg.push_str(&format!("#{r}"));
+        }
+        let path = match &prefix {
+            None => String::new(),
+            Some(p) if p.is_empty() => seg,
+            Some(p) => format!("{p}/{seg}"),
+        };
+        for p in n["pods"].as_array().into_iter().flatten() {
+            out.insert(p["name"].as_str().unwrap_or("").to_string(), path.clone());
+        }
+        for c in n["components"].as_array().into_iter().flatten() {
+            walk(c, Some(path.clone()), out);
+        }
+    }
+    let mut out = BTreeMap::new();
+    walk(&v["components"][0], None, &mut out);
+    out
+}
+
+fn expected(rel: &str) -> Value {
+    let text =
+        std::fs::read_to_string(fixtures().join(rel).join("expected.yaml")).expect("expected.yaml");
+    serde_saphyr::from_str(&text).expect("yaml")
+}
+
+#[test]
+#[ignore = "needs the testbed: testbed/with-testbed.sh cargo test -p wlmap-e2e -- --include-ignored"]
+fn against_a_real_api_server() {
+    let tb = Testbed::from_env();
+
+    // Phase 1: framework CRDs (structural, so pruning and validation are real).
+    for e in std::fs::read_dir(testbed_crds())
+        .expect("crds")
+        .filter_map(|e| e.ok())
+    {
+        tb.apply_file(&e.path());
+    }
+    tb.kubectl(
+        &[
+            "wait",
+            "--for=condition=Established",
+            "crd",
+            "--all",
+            "--timeout=60s",
+        ],
+        None,
+    );
+
+    // Phase 2: no kartas.run.ai CRD yet: one warning, then the catalog.
+    let o = tb.wlmap(&["get", "jobsets", "-A"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(
+        stderr(&o)
+            .matches("kartas.run.ai CRD is not installed")
+            .count(),
+        1,
+        "{}",
+        stderr(&o)
+    );
+
+    // Phase 3: workloads as their controllers leave them.
+    let cases = [
+        (
+            "jobset-x-k8s-io-jobset-v1alpha2/leader-workers",
+            "jobset/llm-train",
+            "ml",
+        ),
+        (
+            "leaderworkerset-x-k8s-io-leaderworkerset-v1/two-groups",
+            "leaderworkerset/qwen-72b",
+            "serving",
+        ),
+        (
+            "ray-io-raycluster-v1/two-worker-groups",
+            "raycluster/raycluster-multi",
+            "ml",
+        ),
+        (
+            "kubeflow-org-pytorchjob-v1/running",
+            "pytorchjob/bert-finetune",
+            "kubeflow",
+        ),
+        (
+            "apps-deployment-v1/running",
+            "deployment/qwen-chat",
+            "serving",
+        ),
+    ];
+    for (rel, _, _) in &cases {
+        tb.load_fixture(rel);
+    }
+
+    // Phase 4: the story. The API server shows a JobSet, three Jobs and three Pods, no total...
+    let raw: Value = serde_json::from_str(&tb.kubectl(
+        &["get", "jobsets,jobs,pods", "-n", "ml", "-o", "json"],
+        None,
+    ))
+    .expect("json");
+    let count = |kind: &str| {
+        raw["items"]
+            .as_array()
+            .expect("items")
+            .iter()
+            .filter(|i| {
+                i["kind"] == kind
+                    && i["metadata"]["name"]
+                        .as_str()
+                        .unwrap_or("")
+                        .starts_with("llm-train")
+            })
+            .count()
+    };
+    assert_eq!((count("JobSet"), count("Job"), count("Pod")), (1, 3, 3));
+    // ...wlmap shows one workload asking for 12 GPUs.
+    let v = json(&tb.wlmap(&["get", "--all-types", "-n", "ml", "-o", "json"]));
+    let items = v["items"].as_array().expect("items");
+    let mine: Vec<&Value> = items
+        .iter()
+        .filter(|i| i["name"].as_str().unwrap_or("").starts_with("llm-train"))
+        .collect();
+    assert_eq!(mine.len(), 1, "{items:?}");
+    assert_eq!(mine[0]["kind"], "JobSet");
+    assert_eq!(mine[0]["resources"]["gpus"], 12.0);
+    assert_eq!(mine[0]["pods"]["ready"], 3);
+    assert!(
+        items
+            .iter()
+            .all(|i| i["kind"] != "Job" && i["kind"] != "Pod"),
+        "{items:?}"
+    );
+
+    // Phase 5: every covered framework reads as its fixture says, pods placed.
+    for (rel, target, ns) in &cases {
+        let want = expected(rel);
+        let v = json(&tb.wlmap(&["describe", target, "-n", ns, "-o", "json"]));
+        assert_eq!(
+            v["pods"]["desired"].as_f64(),
+            want["desiredPods"].as_f64(),
+            "{rel} desired"
+        );
+        assert_eq!(
+            v["resources"]["gpus"].as_f64(),
+            want["gpus"].as_f64(),
+            "{rel} gpus"
+        );
+        assert_eq!(
+            v["pods"]["observed"].as_f64(),
+            want["observedPods"].as_f64(),
+            "{rel} observed"
+        );
+        assert_eq!(
+            v["status"]["phase"], want["status"]["phase"],
+            "{rel} status"
+        );
+        let want_pods: BTreeMap<String, String> = want["pods"]
+            .as_object()
+            .expect("pods")
+            .iter()
+            .map(|(k, v)| (k.clone(), v.as_str().unwrap_or("").to_string()))
+            .collect();
+        assert_eq!(placements(&v), want_pods, "{rel} placement");
+        assert_eq!(
+            v["unattributedPods"], want["unattributed"],
+            "{rel} unattributed"
+        );
+    }
+
+    // Phase 6: definitions in the cluster. Our CRD installs, every catalog definition loads
+    // into it without losing a field, a new kind is one Karta away, and a cluster definition
+    // overrides the built-in one.
+    tb.apply_file(
+        &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../schema/crd/kartas.run.ai.yaml"),
+    );
+    tb.kubectl(
+        &[
+            "wait",
+            "--for=condition=Established",
+            "crd/kartas.run.ai",
+            "--timeout=60s",
+        ],
+        None,
+    );
+    let defs_dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../catalog/definitions");
+    for e in std::fs::read_dir(&defs_dir)
+        .expect("defs")
+        .filter_map(|e| e.ok())
+    {
+        let text = std::fs::read_to_string(e.path()).expect("read");
+        let local: Value = serde_saphyr::from_str(&text).expect("yaml");
+        let name = local["metadata"]["name"]
+            .as_str()
+            .expect("name")
+            .to_string();
+        tb.kubectl(&["apply", "-f", "-"], Some(&local.to_string()));
+        let back: Value =
+            serde_json::from_str(&tb.kubectl(&["get", "karta", &name, "-o", "json"], None))
+                .expect("json");
+        assert_eq!(
+            back["spec"], local["spec"],
+            "{name}: the API server pruned or changed the definition"
+        );
+    }
+    tb.kubectl(&["delete", "kartas", "--all"], None);
+    let widget_crd = r#"{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition","metadata":{"name":"widgets.example.io"},"spec":{"group":"example.io","names":{"kind":"Widget","plural":"widgets","singular":"widget"},"scope":"Namespaced","versions":[{"name":"v1","served":true,"storage":true,"subresources":{"status":{}},"schema":{"openAPIV3Schema":{"type":"object","x-kubernetes-preserve-unknown-fields":true}}}]}}"#;
+    tb.kubectl(&["apply", "-f", "-"], Some(widget_crd));
+    tb.kubectl(
+        &[
+            "wait",
+            "--for=condition=Established",
+            "crd/widgets.example.io",
+            "--timeout=60s",
+        ],
+        None,
+    );
+    let o = tb.wlmap(&["get", "widgets", "-n", "ml"]);
+    assert_eq!(
+        o.status.code(),
+        Some(4),
+        "no definition yet: {}",
+        stderr(&o)
+    );
+    let widget_karta = r#"{"apiVersion":"run.ai/v1alpha1","kind":"Karta","metadata":{"name":"example-io-widget-v1"},"spec":{"structureDefinition":{"rootComponent":{"name":"widget","kind":{"group":"example.io","version":"v1","kind":"Widget"},"specDefinition":{"podTemplateSpecPath":".spec.template"},"scaleDefinition":{"replicasPath":".spec.count"},"statusDefinition":{"phaseDefinition":{"path":".status.phase"},"statusMappings":{"running":[{"byPhase":"Up"}]}}}}}}"#;
+    tb.kubectl(&["apply", "-f", "-"], Some(widget_karta));
+    tb.kubectl(&["apply", "-f", "-"], Some(r#"{"apiVersion":"example.io/v1","kind":"Widget","metadata":{"name":"w1","namespace":"ml"},"spec":{"count":2,"template":{"spec":{"containers":[{"name":"c","image":"x","resources":{"limits":{"nvidia.com/gpu":"1"}}}]}}}}"#));
+    tb.kubectl(
+        &[
+            "patch",
+            "widget.example.io/w1",
+            "-n",
+            "ml",
+            "--subresource=status",
+            "--type=merge",
+            "-p",
+            r#"{"status":{"phase":"Up"}}"#,
+        ],
+        None,
+    );
+    let v = json(&tb.wlmap(&["get", "widgets", "-n", "ml", "-o", "json"]));
+    assert_eq!(v["items"][0]["status"]["phase"], "Running");
+    assert_eq!(v["items"][0]["resources"]["gpus"], 2.0);
+    assert_eq!(v["items"][0]["definition"]["origin"], "cluster");
+    let override_job = r#"{"apiVersion":"run.ai/v1alpha1","kind":"Karta","metadata":{"name":"my-deployments"},"spec":{"structureDefinition":{"rootComponent":{"name":"deployment","kind":{"group":"apps","version":"v1","kind":"Deployment"},"specDefinition":{"podTemplateSpecPath":".spec.template"},"scaleDefinition":{"replicasPath":".spec.replicas"},"statusDefinition":{"statusMappings":{"degraded":[{"byExpression":{"expression":"true","expectedResult":"true"}}]}}}}}}"#;
+    tb.kubectl(&["apply", "-f", "-"], Some(override_job));
+    let v = json(&tb.wlmap(&["get", "deployment/qwen-chat", "-n", "serving", "-o", "json"]));
+    assert_eq!(v["items"][0]["definition"]["name"], "my-deployments");
+    assert_eq!(v["items"][0]["definition"]["origin"], "cluster");
+    assert_eq!(v["items"][0]["status"]["phase"], "Degraded");
+    let d = json(&tb.wlmap(&["definitions", "-o", "json"]));
+    assert!(
+        d["items"]
+            .as_array()
+            .expect("items")
+            .iter()
+            .any(|k| k["metadata"]["name"] == "example-io-widget-v1")
+    );
+
+    // Phase 7: set updates every pod template; a concurrent writer's change survives.
+    let writer = {
+        let kubectl = tb.kubectl.clone();
+        let kc = tb.kubeconfig.clone();
+        std::thread::spawn(move || {
+            for i in 0..8 {
+                let _ = wlmap_e2e::run(
+                    &kubectl,
+                    &[
+                        "--kubeconfig",
+                        &kc,
+                        "label",
+                        "jobset/llm-train",
+                        "-n",
+                        "ml",
+                        &format!("writer-{i}=yes"),
+                    ],
+                    None,
+                );
+            }
+        })
+    };
+    for i in 0..4 {
+        let o = tb.wlmap(&[
+            "set",
+            "jobset/llm-train",
+            "-n",
+            "ml",
+            "--scheduler-name",
+            "kai-scheduler",
+            "--annotation",
+            &format!("round={i}"),
+        ]);
+        assert!(o.status.success(), "{}", stderr(&o));
+    }
+    writer.join().expect("writer");
+    let js: Value = serde_json::from_str(
+        &tb.kubectl(&["get", "jobset/llm-train", "-n", "ml", "-o", "json"], None),
+    )
+    .expect("json");
+    for rj in js["spec"]["replicatedJobs"].as_array().expect("rjs") {
+        assert_eq!(
+            rj["template"]["spec"]["template"]["spec"]["schedulerName"],
+            "kai-scheduler"
+        );
+        assert_eq!(
+            rj["template"]["spec"]["template"]["metadata"]["annotations"]["round"],
+            "3"
+        );
+    }
+    for i in 0..8 {
+        assert_eq!(
+            js["metadata"]["labels"][format!("writer-{i}")],
+            "yes",
+            "the other writer's label {i} was lost"
+        );
+    }
+    let before = tb.kubectl(
+        &[
+            "get",
+            "jobset/llm-train",
+            "-n",
+            "ml",
+            "-o",
+            "jsonpath={.metadata.resourceVersion}",
+        ],
+        None,
+    );
+    let o = tb.wlmap(&[
+        "set",
+        "jobset/llm-train",
+        "-n",
+        "ml",
+        "--scheduler-name",
+        "other",
+        "--dry-run=server",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let after = tb.kubectl(
+        &[
+            "get",
+            "jobset/llm-train",
+            "-n",
+            "ml",
+            "-o",
+            "jsonpath={.metadata.resourceVersion}",
+        ],
+        None,
+    );
+    assert_eq!(before, after, "a server dry run must not change the object");
+
+    // Phase 8: failure paths.
+    let o = tb.wlmap_restricted(&["get", "jobsets", "-n", "team-a"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(
+        stderr(&o)
+            .matches("not allowed to list kartas.run.ai")
+            .count(),
+        1,
+        "{}",
+        stderr(&o)
+    );
+    let o = tb.wlmap_restricted(&["get", "jobsets", "-n", "ml"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("forbidden"), "{}", stderr(&o));
+    let o = tb.wlmap(&["describe", "jobset/nope", "-n", "ml"]);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    let o = tb.wlmap(&["get", "frobnicators", "-n", "ml"]);
+    assert_eq!(o.status.code(), Some(4), "{}", stderr(&o));
+    assert!(!stderr(&o).contains(&tb.server) || !stderr(&o).contains("token"));
+}
