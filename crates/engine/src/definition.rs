@@ -130,12 +130,40 @@ pub(crate) fn var_names(k: &Karta) -> Vec<String> {
         .collect()
 }
 
-struct Compiler<'a> {
-    vars: Vec<&'a str>,
+struct Compiler {
+    batch: wlmap_expr::Batch,
+    /// (component, field, text) of every expression added, by batch index.
+    added: Vec<(Option<String>, String, String)>,
     findings: Vec<Finding>,
 }
 
-impl Compiler<'_> {
+fn finding(
+    component: Option<&str>,
+    field: &str,
+    text: &str,
+    e: &wlmap_expr::CompileError,
+) -> Finding {
+    let near: String = text[e.span.start.min(text.len())..]
+        .chars()
+        .take(30)
+        .collect();
+    Finding::error(
+        component,
+        field,
+        Some(text),
+        format!(
+            "{field}: {} (byte {} of the expression)",
+            e.message, e.span.start
+        ),
+        format!(
+            "fix the jq expression near `{}`",
+            near.lines().next().unwrap_or_default()
+        ),
+    )
+}
+
+impl Compiler {
+    /// Add an expression to the definition's batch (compiled once, together, by `finish`).
     fn expr(
         &mut self,
         component: Option<&str>,
@@ -143,29 +171,31 @@ impl Compiler<'_> {
         text: Option<&String>,
     ) -> Option<Expr> {
         let text = text?;
-        match Expr::compile_with_vars(text, &self.vars) {
-            Ok(e) => Some(e),
-            Err(e) => {
-                let near: String = text[e.span.start.min(text.len())..]
-                    .chars()
-                    .take(30)
-                    .collect();
-                self.findings.push(Finding::error(
-                    component,
-                    field,
-                    Some(text),
-                    format!(
-                        "{field}: {} (byte {} of the expression)",
-                        e.message, e.span.start
-                    ),
-                    format!(
-                        "fix the jq expression near `{}`",
-                        near.lines().next().unwrap_or_default()
-                    ),
+        match self.batch.add(text) {
+            Ok(e) => {
+                self.added.push((
+                    component.map(str::to_string),
+                    field.to_string(),
+                    text.clone(),
                 ));
+                Some(e)
+            }
+            Err(e) => {
+                self.findings.push(finding(component, field, text, &e));
                 None
             }
         }
+    }
+
+    fn finish(self) -> Vec<Finding> {
+        let mut findings = self.findings;
+        if let Err(errs) = self.batch.finish() {
+            for (i, e) in errs {
+                let (c, f, t) = &self.added[i];
+                findings.push(finding(c.as_deref(), f, t, &e));
+            }
+        }
+        findings
     }
 }
 
@@ -228,8 +258,10 @@ impl Definition {
     fn compile_with_findings(karta: Karta, origin: Origin) -> (Option<Definition>, Vec<Finding>) {
         let mut findings = wlmap_schema::validate(&karta);
         let names = var_names(&karta);
+        let vars: Vec<&str> = names.iter().map(String::as_str).collect();
         let mut c = Compiler {
-            vars: names.iter().map(String::as_str).collect(),
+            batch: wlmap_expr::Batch::new(&vars),
+            added: Vec::new(),
             findings: Vec::new(),
         };
         let index: BTreeMap<&str, usize> = karta
@@ -433,7 +465,7 @@ impl Definition {
                 })
             })
             .collect();
-        findings.extend(c.findings);
+        findings.extend(c.finish());
         if findings.iter().any(|f| f.severity == Severity::Error) {
             return (None, findings);
         }

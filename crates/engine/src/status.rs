@@ -298,3 +298,18 @@ fn eval_matcher(
     }
     (ok, parts, decisive)
 }
+
+/// The status of a workload object alone (no tree, no resources): what a dashboard polling
+/// many workloads needs.
+///
+/// ```
+/// let def = wlmap_engine::Definition::compile(wlmap_schema::Karta::example(), wlmap_engine::Origin::Catalog).unwrap();
+/// let pod = wlmap_engine::Object::new(serde_json::json!({"status": {"phase": "Running"}}));
+/// assert_eq!(wlmap_engine::status(&def, &pod).unwrap().phase, Phase::Running);
+/// # use wlmap_engine::Phase;
+/// ```
+pub fn status(def: &Definition, obj: &crate::Object) -> Result<Status> {
+    let root = obj.val();
+    let vars = vec![Val::Null; 1 + def.references.len()];
+    evaluate(def, &root, &vars)
+}

@@ -35,7 +35,7 @@ use jaq_core::load::{Arena, File, Loader};
 use jaq_core::{Compiler, Ctx, Vars};
 use sandbox::{Budget, FORBIDDEN_VARS, FORBIDDEN_WORDS, PRELUDE, REMOVED_NATIVES, RunData};
 use std::ops::Range;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 /// Limits of one evaluation.
@@ -101,9 +101,119 @@ type Filter = jaq_core::Filter<Sandbox>;
 /// `Expr` is `Send + Sync`: compile once, share it between threads, evaluate anywhere.
 pub struct Expr {
     text: String,
-    filter: Filter,
+    program: Arc<OnceLock<Program>>,
+    /// Position in the program (its `$__which`); None for a single-expression program.
+    index: Option<usize>,
     vars: Vec<String>,
     paths: OnceLock<Result<Filter, CompileError>>,
+}
+
+/// Compiled code shared by the expressions of one batch.
+struct Program {
+    filter: Filter,
+}
+
+/// Compile many expressions as **one** jaq program, so the standard library is compiled once
+/// per batch (a definition) instead of once per expression. Each expression becomes a
+/// definition `__wN` and the program dispatches on a hidden `$__which` variable with a binary
+/// tree of `if`s (a few comparisons per evaluation).
+///
+/// ```
+/// use wlmap_expr::{Batch, Limits, to_val, from_val};
+/// let mut b = Batch::new(&["parentInstance"]);
+/// let a = b.add(".spec.replicas // 1").unwrap();
+/// let k = b.add(".kind").unwrap();
+/// b.finish().unwrap();
+/// let obj = to_val(&serde_json::json!({"kind": "Job", "spec": {}}));
+/// let null = [to_val(&serde_json::Value::Null)];
+/// assert_eq!(from_val(&a.eval(&obj, &null, &Limits::default()).unwrap()[0]), serde_json::json!(1));
+/// assert_eq!(from_val(&k.eval(&obj, &null, &Limits::default()).unwrap()[0]), serde_json::json!("Job"));
+/// ```
+pub struct Batch {
+    texts: Vec<String>,
+    vars: Vec<String>,
+    cell: Arc<OnceLock<Program>>,
+}
+
+impl Batch {
+    /// A new batch whose expressions may read these global variables (names without `$`).
+    pub fn new(vars: &[&str]) -> Batch {
+        Batch {
+            texts: Vec::new(),
+            vars: vars.iter().map(|v| v.to_string()).collect(),
+            cell: Arc::new(OnceLock::new()),
+        }
+    }
+
+    /// Add an expression. The sandbox is checked now; compile errors come from [`Batch::finish`].
+    pub fn add(&mut self, text: &str) -> Result<Expr, CompileError> {
+        check_sandbox(text)?;
+        let index = self.texts.len();
+        self.texts.push(text.to_string());
+        Ok(Expr {
+            text: text.to_string(),
+            program: self.cell.clone(),
+            index: Some(index),
+            vars: self.vars.clone(),
+            paths: OnceLock::new(),
+        })
+    }
+
+    /// Compile the batch. On failure, every expression that does not compile on its own is
+    /// returned with its error (by the order of [`Batch::add`]).
+    pub fn finish(self) -> Result<(), Vec<(usize, CompileError)>> {
+        if self.texts.is_empty() {
+            return Ok(());
+        }
+        let mut code = String::new();
+        for (i, t) in self.texts.iter().enumerate() {
+            code.push_str(&format!("def __w{i}: {t}\n;\n"));
+        }
+        code.push_str(&dispatch(0, self.texts.len()));
+        let mut vars: Vec<&str> = vec!["__which"];
+        vars.extend(self.vars.iter().map(String::as_str));
+        match compile_filter(&code, &code, &vars) {
+            Ok(filter) => {
+                let _ = self.cell.set(Program { filter });
+                Ok(())
+            }
+            Err(_) => {
+                let user_vars: Vec<&str> = self.vars.iter().map(String::as_str).collect();
+                let errs: Vec<(usize, CompileError)> = self
+                    .texts
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, t)| compile_filter(t, t, &user_vars).err().map(|e| (i, e)))
+                    .collect();
+                if errs.is_empty() {
+                    // Each compiles alone but not together (should not happen): say so.
+                    return Err(vec![(
+                        0,
+                        CompileError {
+                            source_text: self.texts[0].clone(),
+                            span: 0..0,
+                            message: "the expressions of this definition do not compile together"
+                                .into(),
+                        },
+                    )]);
+                }
+                Err(errs)
+            }
+        }
+    }
+}
+
+/// `if $__which < mid then ... else ... end`, down to the `__wN` calls.
+fn dispatch(lo: usize, hi: usize) -> String {
+    if hi - lo == 1 {
+        return format!("__w{lo}");
+    }
+    let mid = (lo + hi) / 2;
+    format!(
+        "(if $__which < {mid} then {} else {} end)",
+        dispatch(lo, mid),
+        dispatch(mid, hi)
+    )
 }
 
 impl std::fmt::Debug for Expr {
@@ -134,9 +244,12 @@ impl Expr {
     pub fn compile_with_vars(text: &str, vars: &[&str]) -> Result<Expr, CompileError> {
         check_sandbox(text)?;
         let filter = compile_filter(text, text, vars)?;
+        let cell = Arc::new(OnceLock::new());
+        let _ = cell.set(Program { filter });
         Ok(Expr {
             text: text.to_string(),
-            filter,
+            program: cell,
+            index: None,
             vars: vars.iter().map(|v| v.to_string()).collect(),
             paths: OnceLock::new(),
         })
@@ -160,7 +273,7 @@ impl Expr {
     /// assert_eq!(out.len(), 2);
     /// ```
     pub fn eval(&self, input: &Val, vars: &[Val], limits: &Limits) -> Result<Vec<Val>, EvalError> {
-        run(&self.filter, input, vars, limits, self.vars.len())
+        self.run_main(input, vars, limits, usize::MAX)
     }
 
     /// The first output, or `None` when the expression yields nothing.
@@ -177,11 +290,31 @@ impl Expr {
         vars: &[Val],
         limits: &Limits,
     ) -> Result<Option<Val>, EvalError> {
-        Ok(
-            run_take(&self.filter, input, vars, limits, self.vars.len(), 1)?
-                .into_iter()
-                .next(),
-        )
+        Ok(self.run_main(input, vars, limits, 1)?.into_iter().next())
+    }
+
+    fn run_main(
+        &self,
+        input: &Val,
+        vars: &[Val],
+        limits: &Limits,
+        take: usize,
+    ) -> Result<Vec<Val>, EvalError> {
+        let Some(p) = self.program.get() else {
+            return Err(EvalError::Runtime {
+                message: "expression batch was not compiled".into(),
+            });
+        };
+        match self.index {
+            None => run_take(&p.filter, input, vars, limits, self.vars.len(), take),
+            Some(i) => {
+                let mut all = Vec::with_capacity(vars.len() + 1);
+                all.push(Val::from(i as isize));
+                all.extend(vars.iter().take(self.vars.len()).cloned());
+                all.resize(self.vars.len() + 1, Val::Null);
+                run_take(&p.filter, input, &all, limits, self.vars.len() + 1, take)
+            }
+        }
     }
 
     /// The paths the expression designates in the input (jq's `path(EXPR)`), as JSON arrays
@@ -277,11 +410,20 @@ fn run_take(
     Ok(out)
 }
 
+/// The standard definitions, parsed once per process (parsing them is most of a compile).
+fn prelude() -> &'static [jaq_core::load::parse::Def<&'static str>] {
+    static DEFS: OnceLock<Vec<jaq_core::load::parse::Def<&'static str>>> = OnceLock::new();
+    DEFS.get_or_init(|| {
+        jaq_core::defs()
+            .chain(jaq_std::defs())
+            .chain(jaq_json::defs())
+            .chain(jaq_core::load::parse(PRELUDE, |p| p.defs()).unwrap_or_default())
+            .collect()
+    })
+}
+
 fn compile_filter(code: &str, shown: &str, vars: &[&str]) -> Result<Filter, CompileError> {
-    let defs = jaq_core::defs()
-        .chain(jaq_std::defs())
-        .chain(jaq_json::defs())
-        .chain(jaq_core::load::parse(PRELUDE, |p| p.defs()).unwrap_or_default());
+    let defs = prelude().iter().cloned();
     let funs = jaq_core::funs::<Sandbox>()
         .chain(jaq_std::funs::<Sandbox>())
         .chain(jaq_json::funs::<Sandbox>())
