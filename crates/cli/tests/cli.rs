@@ -493,3 +493,76 @@ fn conformance_command_agrees_when_recordings_are_present() {
     assert!(o.status.success(), "{out}");
     assert!(out.contains("jobset-x-k8s-io-jobset-v1alpha2"), "{out}");
 }
+
+/// Golden files for every gang output format (`WLMAP_BLESS=1` rewrites them).
+#[test]
+fn gang_formats_match_their_golden_files() {
+    let golden = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden");
+    let bless = std::env::var_os("WLMAP_BLESS").is_some();
+    let mut diffs = Vec::new();
+    for (rel, short) in [
+        (
+            "leaderworkerset-x-k8s-io-leaderworkerset-v1/two-groups",
+            "lws",
+        ),
+        ("jobset-x-k8s-io-jobset-v1alpha2/leader-workers", "jobset"),
+        ("ray-io-raycluster-v1/two-worker-groups", "raycluster"),
+    ] {
+        let f = fixture(rel);
+        let p = f.to_str().expect("utf8");
+        for format in [
+            "default",
+            "kai",
+            "coscheduling",
+            "volcano",
+            "kueue",
+            "workload",
+        ] {
+            let mut args = vec!["gang", "-f", p];
+            if format != "default" {
+                args.extend(["--format", format]);
+            } else {
+                args.extend(["-o", "yaml"]);
+            }
+            let o = wlmap(&args);
+            assert!(o.status.success(), "{short} {format}: {}", stderr(&o));
+            let path = golden.join(format!("gang-{short}-{format}.yaml"));
+            if bless {
+                std::fs::write(&path, &o.stdout).expect("write golden");
+            }
+            let want = std::fs::read(&path).unwrap_or_default();
+            if want != o.stdout {
+                diffs.push(format!(
+                    "{} differs:\n{}",
+                    path.display(),
+                    String::from_utf8_lossy(&o.stdout)
+                ));
+            }
+        }
+    }
+    assert!(diffs.is_empty(), "{}", diffs.join("\n"));
+}
+
+#[test]
+fn predicted_gangs_from_a_manifest_without_pods() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let text = std::fs::read_to_string(fixture(
+        "leaderworkerset-x-k8s-io-leaderworkerset-v1/two-groups",
+    ))
+    .expect("fixture");
+    let f = dir.path().join("lws.yaml");
+    std::fs::write(&f, text.split("\n---").next().expect("doc")).expect("write");
+    let v = json(&wlmap(&["gang", "-f", f.to_str().expect("utf8")]));
+    assert_eq!(v["mode"], "predicted");
+    let groups = v["podGroups"].as_array().expect("groups");
+    let per_group: Vec<&Value> = groups
+        .iter()
+        .filter(|g| g["name"].as_str().unwrap_or("").contains("-group-group-"))
+        .collect();
+    assert_eq!(per_group.len(), 2, "{groups:?}");
+    assert!(
+        per_group
+            .iter()
+            .all(|g| g["minMember"] == 2 && g.get("members").is_none())
+    );
+}

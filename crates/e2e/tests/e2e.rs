@@ -366,7 +366,51 @@ fn against_a_real_api_server() {
     );
     assert_eq!(before, after, "a server dry run must not change the object");
 
-    // Phase 8: failure paths.
+    // Phase 8: gang objects load into the API server with the schedulers' CRDs (installed
+    // with the framework CRDs from testbed/crds/schedulers). The Workload API needs
+    // Kubernetes 1.35, newer than the testbed's 1.34, so it is checked by golden files only.
+    for (format, resource) in [
+        ("kai", "podgroups.scheduling.run.ai"),
+        ("coscheduling", "podgroups.scheduling.x-k8s.io"),
+        ("volcano", "podgroups.scheduling.volcano.sh"),
+    ] {
+        let v = json(&tb.wlmap(&[
+            "gang",
+            "leaderworkerset/qwen-72b",
+            "-n",
+            "serving",
+            "--format",
+            format,
+            "-o",
+            "json",
+        ]));
+        let objects: Vec<&Value> = v["items"]
+            .as_array()
+            .expect("items")
+            .iter()
+            .filter(|d| d.get("apiVersion").is_some())
+            .collect();
+        assert!(!objects.is_empty(), "{format}: no objects");
+        for o in &objects {
+            tb.kubectl(&["apply", "-f", "-"], Some(&o.to_string()));
+        }
+        let listed: Value = serde_json::from_str(
+            &tb.kubectl(&["get", resource, "-n", "serving", "-o", "json"], None),
+        )
+        .expect("json");
+        assert_eq!(
+            listed["items"].as_array().map(Vec::len),
+            Some(objects.len()),
+            "{format}"
+        );
+        let owner = &listed["items"][0]["metadata"]["ownerReferences"][0];
+        assert_eq!(
+            owner["kind"], "LeaderWorkerSet",
+            "{format}: groups are owned by the workload"
+        );
+    }
+
+    // Phase 9: failure paths.
     let o = tb.wlmap_restricted(&["get", "jobsets", "-n", "team-a"]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(

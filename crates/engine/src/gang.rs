@@ -5,6 +5,8 @@
 //!   per node of each listed component (per parent instance and replica copy). A sub-group's
 //!   `minMember` is the desired pod count of its node's subtree; the group's `minMember` is the
 //!   sum of its sub-groups (or the workload's desired pods when it lists none).
+//! - When a definition has both forms, `podGroup` wins (a pod belongs to one group; KAI reads
+//!   `podGroup` too) and `podGroups` is ignored.
 //! - `podGroups` (deprecated): a member component's pods form one group per *scope*: the
 //!   nearest expanded replica copy above (or at) the component, else the whole workload. This
 //!   is the prediction; with pods, `groupByKeyPaths` and `filters` are evaluated on each pod
@@ -14,7 +16,7 @@
 //!   in a stable hash, so two groups of one workload never share a name.
 
 use crate::definition::Definition;
-use crate::error::{Error, ExprField, Result};
+use crate::error::{Error, Result};
 use crate::object::Object;
 use crate::resolve::{Node, Workload};
 use serde::Serialize;
@@ -165,8 +167,9 @@ pub fn gangs(def: &Definition, w: &Workload, pods: Option<&[Object]>) -> Result<
             topology: pg.topology.clone(),
             incomplete,
         });
+        return Ok(out);
     }
-    for (gi, (group_name, members)) in def.gang_members.iter().enumerate() {
+    for (group_name, members) in &def.gang_members {
         let member_comps: Vec<usize> = members.iter().map(|m| m.component).collect();
         // Predicted groups: one per scope.
         let mut predicted: BTreeMap<String, u64> = BTreeMap::new();
@@ -272,13 +275,6 @@ pub fn gangs(def: &Definition, w: &Workload, pods: Option<&[Object]>) -> Result<
                 topology: None,
             });
         }
-        let _ = gi;
-        let _ = ExprField {
-            definition: String::new(),
-            component: String::new(),
-            field: String::new(),
-            expression: String::new(),
-        };
     }
     Ok(out)
 }
