@@ -133,6 +133,9 @@ pub struct NodeView {
     pub desired_pods: u64,
     /// Resources.
     pub resources: GpuOnly,
+    /// DRA resource claims of the pod template (names), when any.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub resource_claims: Vec<String>,
     /// Pods placed here.
     pub pods: Vec<PodView>,
     /// Children.
@@ -209,6 +212,7 @@ fn node(n: &Node, observed: bool, gpu: &GpuPolicy) -> NodeView {
         resources: GpuOnly {
             gpus: n.resources.gpus(gpu),
         },
+        resource_claims: resource_claims(n),
         pods: n
             .pods
             .iter()
@@ -222,6 +226,20 @@ fn node(n: &Node, observed: bool, gpu: &GpuPolicy) -> NodeView {
             .collect(),
         components: n.children.iter().map(|c| node(c, observed, gpu)).collect(),
     }
+}
+
+/// Names of the DRA resource claims in a node's pod template.
+pub fn resource_claims(n: &Node) -> Vec<String> {
+    n.template
+        .as_ref()
+        .and_then(|t| t.pointer("/spec/resourceClaims"))
+        .and_then(|v| v.as_array())
+        .map(|a| {
+            a.iter()
+                .filter_map(|c| c.get("name").and_then(|x| x.as_str()).map(String::from))
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// The `describe` view.

@@ -566,3 +566,60 @@ fn predicted_gangs_from_a_manifest_without_pods() {
             .all(|g| g["minMember"] == 2 && g.get("members").is_none())
     );
 }
+
+#[test]
+fn validate_with_a_crd_flags_paths_the_kind_does_not_have() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let crd = dir.path().join("crd.yaml");
+    std::fs::write(&crd, "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: widgets.example.io}\nspec:\n  group: example.io\n  names: {kind: Widget, plural: widgets}\n  scope: Namespaced\n  versions:\n  - name: v1\n    served: true\n    storage: true\n    schema:\n      openAPIV3Schema:\n        type: object\n        properties:\n          spec:\n            type: object\n            properties:\n              count: {type: integer}\n              name: {type: string}\n              template: {type: object, x-kubernetes-preserve-unknown-fields: true}\n").expect("write");
+    let k = dir.path().join("k.yaml");
+    let karta = |replicas: &str, template: &str| {
+        format!(
+            "apiVersion: run.ai/v1alpha1\nkind: Karta\nmetadata: {{name: w}}\nspec:\n  structureDefinition:\n    rootComponent:\n      name: w\n      kind: {{group: example.io, version: v1, kind: Widget}}\n      specDefinition: {{podTemplateSpecPath: {template}}}\n      scaleDefinition: {{replicasPath: {replicas}}}\n      statusDefinition: {{phaseDefinition: {{path: .status.phase}}, statusMappings: {{running: [{{byPhase: Up}}]}}}}\n"
+        )
+    };
+    std::fs::write(&k, karta(".spec.count", ".spec.template")).expect("write");
+    let ok = wlmap(&[
+        "validate",
+        k.to_str().expect("utf8"),
+        "--crd",
+        crd.to_str().expect("utf8"),
+    ]);
+    assert!(ok.status.success());
+    assert!(
+        !String::from_utf8_lossy(&ok.stdout).contains("warning"),
+        "{}",
+        String::from_utf8_lossy(&ok.stdout)
+    );
+    std::fs::write(&k, karta(".spec.name", ".spec.templat")).expect("write");
+    let bad = wlmap(&[
+        "validate",
+        k.to_str().expect("utf8"),
+        "--crd",
+        crd.to_str().expect("utf8"),
+    ]);
+    let out = String::from_utf8_lossy(&bad.stdout);
+    assert!(
+        out.contains(".spec.templat is not in the CRD schema"),
+        "{out}"
+    );
+    assert!(
+        out.contains("points at a string in the CRD, expected integer"),
+        "{out}"
+    );
+}
+
+#[test]
+fn dra_resource_claims_are_shown() {
+    let pod = r#"{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "dra", "namespace": "ml"},
+      "spec": {"resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "single-gpu"}],
+               "containers": [{"name": "c", "image": "x", "resources": {"claims": [{"name": "gpu"}]}}]},
+      "status": {"phase": "Pending"}}"#;
+    let v = json(&wlmap_stdin(&["describe", "-f", "-", "-o", "json"], pod));
+    assert_eq!(
+        v["components"][0]["resourceClaims"],
+        serde_json::json!(["gpu"])
+    );
+    let t = wlmap_stdin(&["describe", "-f", "-"], pod);
+    assert!(String::from_utf8_lossy(&t.stdout).contains("claims: gpu"));
+}

@@ -20,6 +20,7 @@ use crate::error::{Error, Result};
 use crate::object::Object;
 use crate::resolve::{Node, Workload};
 use serde::Serialize;
+use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use wlmap_expr::{Val, to_jq_string};
 use wlmap_schema::TopologyConstraint;
@@ -348,4 +349,178 @@ fn pods_with_scope<'a>(
     for c in &n.children {
         pods_with_scope(c, scope, out);
     }
+}
+
+/// The scheduler languages gangs can be rendered in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SchedulerFormat {
+    /// KAI Scheduler `scheduling.run.ai/v2alpha2` PodGroup.
+    Kai,
+    /// scheduler-plugins coscheduling `scheduling.x-k8s.io/v1alpha1` PodGroup.
+    Coscheduling,
+    /// Volcano `scheduling.volcano.sh/v1beta1` PodGroup.
+    Volcano,
+    /// Kueue pod-group labels and annotations.
+    Kueue,
+    /// Kubernetes Workload API (`scheduling.k8s.io/v1alpha1`).
+    Workload,
+}
+
+fn num(v: f64) -> String {
+    if v.fract() == 0.0 {
+        format!("{}", v as i64)
+    } else {
+        format!("{v}")
+    }
+}
+
+fn owner_ref(o: &Object) -> Value {
+    json!([{"apiVersion": o.api_version(), "kind": o.kind(), "name": o.name(), "uid": o.uid(), "controller": true, "blockOwnerDeletion": false}])
+}
+
+fn meta(name: &str, o: &Object) -> Value {
+    let mut m = json!({"name": name, "ownerReferences": owner_ref(o)});
+    if !o.namespace().is_empty() {
+        m["namespace"] = json!(o.namespace());
+    }
+    m
+}
+
+/// Render groups as a scheduler's objects: PodGroups (KAI, coscheduling, Volcano), a Workload
+/// (the Kubernetes Workload API), or pod labels and annotations (Kueue), each owned by the
+/// workload, plus a `PodTags` document listing what ties each known pod to its group.
+///
+/// ```
+/// let def = wlmap_engine::Definition::compile(wlmap_schema::Karta::example(), wlmap_engine::Origin::Catalog).unwrap();
+/// let pod = wlmap_engine::Object::new(serde_json::json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "uid": "u"}, "spec": {}}));
+/// let w = wlmap_engine::resolve(&def, &pod).unwrap();
+/// let g = vec![wlmap_engine::PodGroup { name: "p".into(), min_member: 1, sub_groups: vec![], members: vec![], topology: None, incomplete: false }];
+/// let docs = wlmap_engine::render_gangs(wlmap_engine::SchedulerFormat::Coscheduling, &g, &w, &pod);
+/// assert_eq!(docs[0]["spec"]["minMember"], 1);
+/// ```
+pub fn render_gangs(
+    format: SchedulerFormat,
+    groups: &[PodGroup],
+    w: &Workload,
+    o: &Object,
+) -> Vec<Value> {
+    let label = |k: &str| o.label(k).map(str::to_string);
+    let mut docs = Vec::new();
+    let mut pod_tags = Vec::new();
+    match format {
+        SchedulerFormat::Kai => {
+            for g in groups {
+                let mut spec = json!({"queue": label("kai.scheduler/queue").unwrap_or_else(|| "default-queue".into())});
+                if let Some(p) = label("priorityClassName").or_else(|| {
+                    o.json()
+                        .pointer("/spec/priorityClassName")
+                        .and_then(Value::as_str)
+                        .map(str::to_string)
+                }) {
+                    spec["priorityClassName"] = json!(p);
+                }
+                if g.sub_groups.is_empty() {
+                    spec["minMember"] = json!(g.min_member);
+                } else {
+                    // KAI: minMember and minSubGroup are exclusive; a group with sub-groups
+                    // needs all of them (each sub-group carries its own minMember).
+                    spec["minSubGroup"] = json!(g.sub_groups.len());
+                    spec["subGroups"] = g
+                        .sub_groups
+                        .iter()
+                        .map(|s| {
+                            let mut sg = json!({"name": s.name, "minMember": s.min_member});
+                            if let Some(t) = &s.topology {
+                                sg["topologyConstraint"] = json!({"topology": t.topology_name, "requiredTopologyLevel": t.required_topology_level, "preferredTopologyLevel": t.preferred_topology_level});
+                            }
+                            sg
+                        })
+                        .collect();
+                }
+                if let Some(t) = &g.topology {
+                    spec["topologyConstraint"] = json!({"topology": t.topology_name, "requiredTopologyLevel": t.required_topology_level, "preferredTopologyLevel": t.preferred_topology_level});
+                }
+                docs.push(json!({"apiVersion": "scheduling.run.ai/v2alpha2", "kind": "PodGroup", "metadata": meta(&g.name, o), "spec": spec}));
+                for s in &g.sub_groups {
+                    for p in &s.members {
+                        pod_tags.push(json!({"pod": p, "annotations": {"pod-group-name": g.name}, "labels": {"kai.scheduler/subgroup-name": s.name}}));
+                    }
+                }
+                if g.sub_groups.is_empty() {
+                    for p in &g.members {
+                        pod_tags.push(json!({"pod": p, "annotations": {"pod-group-name": g.name}}));
+                    }
+                }
+            }
+        }
+        SchedulerFormat::Coscheduling => {
+            for g in groups {
+                docs.push(json!({"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup", "metadata": meta(&g.name, o), "spec": {"minMember": g.min_member, "scheduleTimeoutSeconds": 60}}));
+                for p in &g.members {
+                    pod_tags.push(
+                        json!({"pod": p, "labels": {"scheduling.x-k8s.io/pod-group": g.name}}),
+                    );
+                }
+            }
+        }
+        SchedulerFormat::Volcano => {
+            let r = &w.root.resources;
+            let mut min_res = serde_json::Map::new();
+            if r.cpu_millis() > 0 {
+                min_res.insert("cpu".into(), json!(format!("{}m", r.cpu_millis())));
+            }
+            if r.memory_bytes() > 0 {
+                min_res.insert("memory".into(), json!(r.memory_bytes().to_string()));
+            }
+            for (k, v) in r.extended() {
+                min_res.insert(k, json!(num(v)));
+            }
+            let single = groups.len() == 1;
+            for g in groups {
+                let mut spec = json!({"minMember": g.min_member, "queue": o.json().pointer("/metadata/annotations/scheduling.volcano.sh~1queue-name").and_then(Value::as_str).unwrap_or("default")});
+                // minResources is the whole workload's desired request; exact only when the
+                // workload is one group.
+                if single && !min_res.is_empty() {
+                    spec["minResources"] = Value::Object(min_res.clone());
+                }
+                docs.push(json!({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup", "metadata": meta(&g.name, o), "spec": spec}));
+                for p in &g.members {
+                    pod_tags.push(
+                        json!({"pod": p, "annotations": {"scheduling.k8s.io/group-name": g.name}}),
+                    );
+                }
+            }
+        }
+        SchedulerFormat::Kueue => {
+            for g in groups {
+                let tags = json!({"labels": {"kueue.x-k8s.io/pod-group-name": g.name}, "annotations": {"kueue.x-k8s.io/pod-group-total-count": g.min_member.to_string()}});
+                docs.push(json!({"podGroup": g.name, "podTemplateMetadata": tags}));
+                for p in &g.members {
+                    pod_tags.push(json!({"pod": p, "labels": {"kueue.x-k8s.io/pod-group-name": g.name}, "annotations": {"kueue.x-k8s.io/pod-group-total-count": g.min_member.to_string()}}));
+                }
+            }
+        }
+        SchedulerFormat::Workload => {
+            let pgs: Vec<Value> = groups
+                .iter()
+                .take(8)
+                .map(|g| json!({"name": g.name, "policy": {"gang": {"minCount": g.min_member}}}))
+                .collect();
+            let gv = o.gvk();
+            docs.push(json!({
+                "apiVersion": "scheduling.k8s.io/v1alpha1", "kind": "Workload",
+                "metadata": meta(&gang_name(&[o.name()]), o),
+                "spec": {"controllerRef": {"apiGroup": gv.group, "kind": gv.kind, "name": o.name()}, "podGroups": pgs}}));
+            if groups.len() > 8 {
+                eprintln!(
+                    "wlmap: warning: the Workload API allows 8 pod groups; {} were cut",
+                    groups.len() - 8
+                );
+            }
+        }
+    }
+    if !pod_tags.is_empty() {
+        docs.push(json!({"kind": "PodTags", "comment": "labels/annotations that tie each pod to its group", "pods": pod_tags}));
+    }
+    docs
 }

@@ -85,6 +85,24 @@ fn every_group_is_a_subtree_and_size_includes_the_leader() {
 }
 
 #[test]
+fn a_missing_condition_can_be_matched_with_absent() {
+    let mut o = lws(1, 2).json().clone();
+    o["status"] = json!({"conditions": [{"type": "Progressing", "status": "True"}]});
+    let w = resolve(&def(LWS), &Object::new(o)).unwrap();
+    assert_eq!(w.status.phase, Phase::Initializing);
+    let t = w
+        .status
+        .trace
+        .iter()
+        .find(|t| t.status == Phase::Initializing)
+        .unwrap();
+    assert!(t.matched && t.parts[0].contains("found absent"), "{t:?}");
+    // With the condition present (any status), Absent no longer matches.
+    let w = resolve(&def(LWS), &lws(1, 2)).unwrap();
+    assert!(!w.status.phases.contains(&Phase::Initializing));
+}
+
+#[test]
 fn a_workload_scaled_to_zero_desires_nothing() {
     let w = resolve(&def(LWS), &lws(0, 4)).unwrap();
     assert_eq!(w.root.children.len(), 0);

@@ -239,6 +239,10 @@ fn node_summary(n: &Node, observed: bool, gpu: &GpuPolicy) -> String {
         parts.push(format!("replicas: {}", n.replicas));
     }
     parts.push(format!("gpu: {}", render::num(n.resources.gpus(gpu))));
+    let claims = crate::view::resource_claims(n);
+    if !claims.is_empty() {
+        parts.push(format!("claims: {}", claims.join(",")));
+    }
     let mut nodes: Vec<&str> = n.all_pods().filter_map(|p| p.node.as_deref()).collect();
     nodes.sort();
     nodes.dedup();
