@@ -5,7 +5,7 @@
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::Path;
-use wlmap_engine::{Object, attribute, gangs, resolve};
+use wlmap_engine::{Object, ObjectsProvider, attribute, gangs, resolve_with};
 
 fn load_yaml(path: &Path) -> Vec<Value> {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
@@ -33,7 +33,7 @@ fn check_case(reg: &wlmap_engine::Registry, dir: &Path, slug: &str) -> Vec<Strin
         return vec![format!("no catalog definition named {slug}")];
     };
     let root = &objects[0];
-    let mut w = match resolve(def, root) {
+    let mut w = match resolve_with(def, root, &ObjectsProvider(&objects)) {
         Ok(w) => w,
         Err(e) => return vec![format!("resolve failed: {e}")],
     };

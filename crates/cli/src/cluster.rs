@@ -288,3 +288,51 @@ pub fn set(ctx: &Context, a: &SetArgs, u: &PodUpdate, t: &Target) -> Result {
         ),
     ))
 }
+
+/// References read from the cluster: one GET per referenced object, cached for the command.
+pub struct References<'a> {
+    conn: &'a Connection,
+    cache: std::cell::RefCell<
+        std::collections::HashMap<
+            (GroupVersionKind, Option<String>, String),
+            Option<serde_json::Value>,
+        >,
+    >,
+}
+
+impl<'a> References<'a> {
+    /// A provider over a connection.
+    pub fn new(conn: &'a Connection) -> Self {
+        References {
+            conn,
+            cache: Default::default(),
+        }
+    }
+}
+
+impl wlmap_engine::ReferenceProvider for References<'_> {
+    fn get(
+        &self,
+        kind: &GroupVersionKind,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Option<serde_json::Value> {
+        let key = (kind.clone(), namespace.map(String::from), name.to_string());
+        if let Some(v) = self.cache.borrow().get(&key) {
+            return v.clone();
+        }
+        let v = match self.conn.cluster.resource(kind) {
+            Ok(Some(k)) => match self.conn.cluster.get(&k, namespace, name) {
+                Ok(v) => Some(v),
+                Err(Error::NotFound(_)) => None,
+                Err(e) => {
+                    eprintln!("wlmap: warning: cannot read {} {name}: {e}", kind.kind);
+                    None
+                }
+            },
+            _ => None,
+        };
+        self.cache.borrow_mut().insert(key, v.clone());
+        v
+    }
+}

@@ -23,6 +23,18 @@ pub struct Context {
 }
 
 impl Context {
+    /// Where references (`spec.references` of a definition) are read: the cluster (GET, cached)
+    /// in live mode, else the objects at hand.
+    pub fn references<'a>(
+        &'a self,
+        set: &'a ObjectSet,
+    ) -> Box<dyn wlmap_engine::ReferenceProvider + 'a> {
+        match &self.cluster {
+            Some(c) => Box::new(crate::cluster::References::new(c)),
+            None => Box::new(wlmap_engine::ObjectsProvider(&set.objects)),
+        }
+    }
+
     /// Output format (default table).
     pub fn output(&self) -> Output {
         self.global.output.unwrap_or(Output::Table)
@@ -47,6 +59,7 @@ impl Context {
 pub fn resolve_all(
     set: &ObjectSet,
     items: &[(Arc<Definition>, usize)],
+    refs: &dyn wlmap_engine::ReferenceProvider,
 ) -> Vec<Result<Workload, wlmap_engine::Error>> {
     let index = OwnerIndex::new(&set.objects);
     let by_owner: HashMap<String, Vec<usize>> = set.pods_by_owner(&index);
@@ -54,7 +67,7 @@ pub fn resolve_all(
         .iter()
         .map(|(def, i)| {
             let obj: &Object = &set.objects[*i];
-            let mut w = wlmap_engine::resolve(def, obj)?;
+            let mut w = wlmap_engine::resolve_with(def, obj, refs)?;
             let pods = by_owner.get(obj.uid()).map(|v| v.as_slice()).unwrap_or(&[]);
             wlmap_engine::attribute_indexed(
                 def,

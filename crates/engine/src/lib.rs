@@ -69,8 +69,8 @@ pub use gang::{PodGroup, SchedulerFormat, SubGroupOut, gang_name, gangs, render_
 pub use object::Object;
 pub use registry::Registry;
 pub use resolve::{
-    MAX_EXPANDED_REPLICAS, NoReferences, Node, PodInfo, ReferenceProvider, Workload, resolve,
-    resolve_with,
+    MAX_EXPANDED_REPLICAS, NoReferences, Node, ObjectsProvider, PodInfo, ReferenceProvider,
+    Workload, resolve, resolve_with,
 };
 pub use resources::{
     GpuPolicy, Resources, container_request, parse_quantity, pod_request, resource_requirements,

@@ -286,6 +286,32 @@ impl ReferenceProvider for NoReferences {
     }
 }
 
+/// References resolved from a set of objects (a snapshot, the objects of a file): the first
+/// object of the same group and kind (any version), namespace and name.
+///
+/// ```
+/// use wlmap_engine::{Object, ObjectsProvider, ReferenceProvider};
+/// let objs = vec![Object::new(serde_json::json!({"apiVersion": "a.io/v1", "kind": "R", "metadata": {"name": "r"}}))];
+/// let p = ObjectsProvider(&objs);
+/// assert!(p.get(&wlmap_schema::GroupVersionKind::new("a.io", "v2", "R"), None, "r").is_some());
+/// ```
+pub struct ObjectsProvider<'a>(pub &'a [Object]);
+
+impl ReferenceProvider for ObjectsProvider<'_> {
+    fn get(&self, kind: &GroupVersionKind, namespace: Option<&str>, name: &str) -> Option<Value> {
+        self.0
+            .iter()
+            .find(|o| {
+                let g = o.gvk();
+                g.group == kind.group
+                    && g.kind == kind.kind
+                    && o.name() == name
+                    && namespace.is_none_or(|n| o.namespace() == n)
+            })
+            .map(|o| o.json().clone())
+    }
+}
+
 /// Resolve a workload object with a definition (no references).
 ///
 /// ```

@@ -88,7 +88,7 @@ pub fn run(ctx: &Context, a: &DescribeArgs) -> Result {
         file_mode = false;
     }
     let set = if file_mode { &set_holder } else { &ctx.set };
-    let mut w = resolve_all(set, &[(def.clone(), idx)])
+    let mut w = resolve_all(set, &[(def.clone(), idx)], ctx.references(set).as_ref())
         .pop()
         .expect("one item in, one out")?;
     if file_mode

@@ -25,7 +25,7 @@ pub fn run(ctx: &Context, a: &GangArgs) -> Result {
     }
     let set = if file_mode { &holder } else { &ctx.set };
     let obj = &set.objects[idx];
-    let w = resolve_all(set, &[(def.clone(), idx)])
+    let w = resolve_all(set, &[(def.clone(), idx)], ctx.references(set).as_ref())
         .pop()
         .expect("one in, one out")?;
     let has_pods = w.observed_pods() > 0;

@@ -130,7 +130,7 @@ pub fn run(ctx: &Context, a: &GetArgs) -> Result {
         let (oa, ob) = (&ctx.set.objects[*a], &ctx.set.objects[*b]);
         (oa.namespace(), oa.kind(), oa.name()).cmp(&(ob.namespace(), ob.kind(), ob.name()))
     });
-    let results = resolve_all(&ctx.set, &items);
+    let results = resolve_all(&ctx.set, &items, ctx.references(&ctx.set).as_ref());
     let gpu = GpuPolicy::default();
     let mut failed = 0;
     let mut list = Vec::new();
