@@ -289,15 +289,13 @@ pub fn set(ctx: &Context, a: &SetArgs, u: &PodUpdate, t: &Target) -> Result {
     ))
 }
 
+/// (kind, namespace, name) of a referenced object.
+type RefKey = (GroupVersionKind, Option<String>, String);
+
 /// References read from the cluster: one GET per referenced object, cached for the command.
 pub struct References<'a> {
     conn: &'a Connection,
-    cache: std::cell::RefCell<
-        std::collections::HashMap<
-            (GroupVersionKind, Option<String>, String),
-            Option<serde_json::Value>,
-        >,
-    >,
+    cache: std::cell::RefCell<std::collections::HashMap<RefKey, Option<serde_json::Value>>>,
 }
 
 impl<'a> References<'a> {
