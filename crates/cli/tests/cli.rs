@@ -623,3 +623,31 @@ fn dra_resource_claims_are_shown() {
     let t = wlmap_stdin(&["describe", "-f", "-"], pod);
     assert!(String::from_utf8_lossy(&t.stdout).contains("claims: gpu"));
 }
+
+#[test]
+fn references_are_resolved_from_the_snapshot() {
+    // A Kubeflow TrainJob keeps its pods' shape in a referenced TrainingRuntime.
+    let path = fixture("trainer-kubeflow-org-trainjob-v1alpha1/running");
+    let v = json(&wlmap(&[
+        "--snapshot",
+        path.to_str().expect("utf8"),
+        "get",
+        "trainjobs",
+        "-A",
+        "-o",
+        "json",
+    ]));
+    assert_eq!(v["items"].as_array().map(Vec::len), Some(1));
+    assert_eq!(v["items"][0]["resources"]["gpus"], 16.0);
+    // Without the runtime in the snapshot the shape is unknown: no desired pods, no GPUs.
+    let text = std::fs::read_to_string(&path).expect("fixture");
+    let without: Vec<&str> = text
+        .split("\n---")
+        .filter(|d| !d.contains("\nkind: TrainingRuntime"))
+        .collect();
+    let v = json(&wlmap_stdin(
+        &["--snapshot", "-", "get", "trainjobs", "-A", "-o", "json"],
+        &without.join("\n---"),
+    ));
+    assert_eq!(v["items"][0]["resources"]["gpus"], 0.0);
+}
