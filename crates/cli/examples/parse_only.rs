@@ -3,6 +3,10 @@
 //!
 //! `cargo run --release -p wlmap-cli --example parse_only -- /tmp/big.json`
 
+// Same allocator as the wlmap binary, so the comparison is fair.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() {
     let path = std::env::args().nth(1).expect("snapshot path");
     let text = std::fs::read_to_string(&path).expect("read");

@@ -18,6 +18,11 @@ use context::Context;
 use exit::{Code, Failure};
 use std::io::Write;
 
+// Resolving a cluster-wide view allocates many small JSON and jaq values; glibc's allocator
+// spent a third of the time in malloc/free there (perf), mimalloc much less (BENCHMARKS.md).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Write to stdout; a closed pipe (`wlmap get ... | head`) ends the process quietly.
 pub fn write_stdout(s: &str) {
     let mut out = std::io::stdout().lock();
