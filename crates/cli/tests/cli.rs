@@ -654,7 +654,9 @@ fn references_are_resolved_from_the_snapshot() {
 
 #[test]
 fn yaml_alias_bombs_and_deep_nesting_are_refused_quickly() {
-    let mut bomb = String::from("a: &a [\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\"]\n");
+    let mut bomb = String::from(
+        "a: &a [\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\"]\n",
+    );
     for i in 1..10 {
         let prev = (b'a' + i - 1) as char;
         let cur = (b'a' + i) as char;
@@ -668,7 +670,11 @@ fn yaml_alias_bombs_and_deep_nesting_are_refused_quickly() {
     let deep = format!("{}1{}", "[".repeat(100_000), "]".repeat(100_000));
     let o = wlmap_stdin(&["--snapshot", "-", "get", "-A", "--all-types"], &deep);
     assert_eq!(o.status.code(), Some(5), "{}", stderr(&o));
-    let deep_yaml = format!("kind: Pod\nx: {}1{}\n", "[".repeat(100_000), "]".repeat(100_000));
+    let deep_yaml = format!(
+        "kind: Pod\nx: {}1{}\n",
+        "[".repeat(100_000),
+        "]".repeat(100_000)
+    );
     let o = wlmap_stdin(&["--snapshot", "-", "get", "-A", "--all-types"], &deep_yaml);
     assert_eq!(o.status.code(), Some(5), "{}", stderr(&o));
     assert!(!stderr(&o).contains("panicked"));

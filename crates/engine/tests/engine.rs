@@ -624,3 +624,74 @@ fn an_update_can_target_one_instance() {
         .to_string();
     assert!(e.contains("rj"), "{e}");
 }
+
+#[test]
+fn updates_through_a_pod_spec_and_metadata_path() {
+    let d = def(MULTI);
+    let mut o = json!({"apiVersion": "example.io/v1", "kind": "Multi", "metadata": {"name": "m"},
+        "spec": {"roles": [{"name": "a", "count": 1, "pod": {"containers": [{"name": "main", "image": "x"}, {"name": "side", "image": "y"}]}, "meta": {"labels": {"keep": "1"}}},
+                           {"name": "b", "count": 1, "pod": {"containers": [{"name": "main", "image": "x"}]}, "meta": {}}]}});
+    let u = PodUpdate {
+        scheduler_name: Some("kai".into()),
+        labels: [("team".to_string(), "ml".to_string())].into(),
+        node_selector: [("gpu".to_string(), "h100".to_string())].into(),
+        tolerations: vec![
+            json!({"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}),
+        ],
+        affinity: Some(
+            json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": []}}}),
+        ),
+        resources: Some((
+            Some("main".into()),
+            json!({"limits": {"nvidia.com/gpu": "2"}}),
+        )),
+        ..Default::default()
+    };
+    update(&d, &mut o, &Target::all(), &u).unwrap();
+    for role in o["spec"]["roles"].as_array().unwrap() {
+        assert_eq!(role["pod"]["schedulerName"], "kai");
+        assert_eq!(role["meta"]["labels"]["team"], "ml");
+        assert_eq!(role["pod"]["nodeSelector"]["gpu"], "h100");
+        assert_eq!(role["pod"]["tolerations"].as_array().unwrap().len(), 1);
+        assert!(role["pod"]["affinity"]["nodeAffinity"].is_object());
+        assert_eq!(
+            role["pod"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"],
+            "2"
+        );
+    }
+    assert_eq!(
+        o["spec"]["roles"][0]["meta"]["labels"]["keep"], "1",
+        "existing labels are merged, not replaced"
+    );
+    assert!(
+        o["spec"]["roles"][0]["pod"]["containers"][1]
+            .get("resources")
+            .is_none(),
+        "only the named container"
+    );
+    // The tree now reads the new GPUs.
+    let w = resolve(&d, &Object::new(o.clone())).unwrap();
+    assert_eq!(w.gpus(&GpuPolicy::default()), 4.0);
+    // Tolerations are added once.
+    let before = o.clone();
+    update(&d, &mut o, &Target::all(), &u).unwrap();
+    assert_eq!(o, before);
+    // A whole template replaces the one at the path (template shape).
+    let js = def(JOBSET);
+    let mut doc = json!({"spec": {"replicatedJobs": [{"name": "a", "template": {"spec": {"template": {"spec": {"containers": []}}}}}]}});
+    let t = json!({"metadata": {"labels": {"x": "y"}}, "spec": {"containers": [{"name": "n", "image": "i"}]}});
+    update(
+        &js,
+        &mut doc,
+        &Target::all(),
+        &PodUpdate {
+            template: Some(t.clone()),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(
+        doc["spec"]["replicatedJobs"][0]["template"]["spec"]["template"],
+        t
+    );
+}
