@@ -5,6 +5,14 @@ use serde_json::Value;
 use wlmap_engine::{Object, Registry};
 
 /// The outcome of one recorded STATE event.
+///
+/// ```
+/// let reg = wlmap_catalog::registry().unwrap();
+/// let doc = serde_json::json!({"events": [{"kind": "STATE", "state": "Undefined",
+///     "object": {"apiVersion": "x.io/v1", "kind": "Unknown", "metadata": {"name": "u"}}}]});
+/// let r = &wlmap_catalog::conformance::check_recording(&reg, &doc)[0];
+/// assert_eq!((r.computed.as_str(), r.definite()), ("NoDefinition", false));
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct EventResult {
     /// Definition used (or the kind when none).
@@ -78,6 +86,29 @@ pub fn check_recording(reg: &Registry, doc: &Value) -> Vec<EventResult> {
             recorded: state.to_string(),
             computed,
         });
+    }
+    out
+}
+
+/// Every recording file (`*.yaml`) under a directory, sorted.
+///
+/// ```
+/// let none = wlmap_catalog::conformance::recordings(std::path::Path::new("/nonexistent"));
+/// assert!(none.is_empty());
+/// ```
+pub fn recordings(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return out;
+    };
+    let mut entries: Vec<_> = rd.filter_map(|e| e.ok()).map(|e| e.path()).collect();
+    entries.sort();
+    for p in entries {
+        if p.is_dir() {
+            out.extend(recordings(&p));
+        } else if p.extension().is_some_and(|x| x == "yaml") {
+            out.push(p);
+        }
     }
     out
 }

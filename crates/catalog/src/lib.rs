@@ -23,6 +23,13 @@ use wlmap_engine::{Definition, Origin, Registry};
 use wlmap_schema::Karta;
 
 /// Errors of the catalog (only possible if a built-in definition is broken; a test guards it).
+///
+/// ```
+/// let source = wlmap_schema::decode("kind: [", "bad.yaml").unwrap_err();
+/// let e = wlmap_catalog::Error::Decode { file: "bad.yaml".into(), source };
+/// assert!(e.to_string().starts_with("catalog file bad.yaml: "));
+/// assert!(wlmap_catalog::registry().is_ok()); // the built-in files never fail
+/// ```
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {

@@ -4,21 +4,6 @@
 
 use std::path::{Path, PathBuf};
 
-fn files(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(rd) = std::fs::read_dir(dir) else {
-        return;
-    };
-    let mut entries: Vec<_> = rd.filter_map(|e| e.ok()).map(|e| e.path()).collect();
-    entries.sort();
-    for p in entries {
-        if p.is_dir() {
-            files(&p, out);
-        } else if p.extension().is_some_and(|x| x == "yaml") {
-            out.push(p);
-        }
-    }
-}
-
 #[test]
 fn every_definite_recorded_state_agrees() {
     let dir = std::env::var_os("WLMAP_CONFORMANCE_DIR")
@@ -34,8 +19,7 @@ fn every_definite_recorded_state_agrees() {
         return;
     }
     let reg = wlmap_catalog::registry().expect("catalog");
-    let mut all = Vec::new();
-    files(&dir, &mut all);
+    let all = wlmap_catalog::conformance::recordings(&dir);
     assert!(!all.is_empty(), "no recordings in {}", dir.display());
     let mut bad = Vec::new();
     let (mut definite, mut undefined) = (0, 0);

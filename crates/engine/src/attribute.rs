@@ -14,6 +14,13 @@ use std::collections::HashMap;
 use wlmap_expr::{Val, to_jq_string};
 
 /// How far owner chains are followed.
+///
+/// ```
+/// let objs: Vec<_> = (0..20).map(|i| wlmap_engine::Object::new(serde_json::json!({"kind": "X", "metadata":
+///     {"uid": format!("u{i}"), "ownerReferences": [{"uid": format!("u{}", i + 1), "controller": true}]}}))).collect();
+/// let ix = wlmap_engine::OwnerIndex::new(&objs);
+/// assert_eq!(ix.chain(&objs[0]).len(), wlmap_engine::MAX_OWNER_DEPTH);
+/// ```
 pub const MAX_OWNER_DEPTH: usize = 16;
 
 /// An index of objects by uid, for owner-chain walks.

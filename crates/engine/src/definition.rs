@@ -9,6 +9,11 @@ use wlmap_schema::{
 };
 
 /// Where a definition came from.
+///
+/// ```
+/// assert_eq!(wlmap_engine::Origin::Cluster.to_string(), "cluster");
+/// assert_eq!(serde_json::to_value(wlmap_engine::Origin::File).unwrap(), "file");
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Origin {

@@ -3,6 +3,15 @@
 use wlmap_schema::Finding;
 
 /// Which expression of which definition failed.
+///
+/// ```
+/// use wlmap_engine::{Definition, Error, Object, Origin};
+/// let mut k = wlmap_schema::Karta::example();
+/// k.spec.structure_definition.root_component.status_definition.as_mut().unwrap().phase_definition.as_mut().unwrap().path = ".status.phase - 1".into();
+/// let def = Definition::compile(k, Origin::File).unwrap();
+/// let Err(Error::Evaluation { at, .. }) = wlmap_engine::resolve(&def, &Object::new(serde_json::json!({"status": {"phase": "Running"}}))) else { panic!() };
+/// assert_eq!((at.component.as_str(), at.expression.as_str()), ("pod", ".status.phase - 1"));
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ExprField {
     /// Definition name.
@@ -16,6 +25,13 @@ pub struct ExprField {
 }
 
 /// Engine errors.
+///
+/// ```
+/// let mut k = wlmap_schema::Karta::example();
+/// k.spec.structure_definition.root_component.owner_ref = Some("nowhere".into());
+/// let err = wlmap_engine::Definition::compile(k, wlmap_engine::Origin::File).unwrap_err();
+/// assert!(matches!(err, wlmap_engine::Error::InvalidDefinition { .. }));
+/// ```
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
@@ -56,4 +72,10 @@ pub enum Error {
 }
 
 /// Result with the engine's error.
+///
+/// ```
+/// let r: wlmap_engine::Result<wlmap_engine::Definition> =
+///     wlmap_engine::Definition::compile(wlmap_schema::Karta::example(), wlmap_engine::Origin::File);
+/// assert!(r.is_ok());
+/// ```
 pub type Result<T, E = Error> = std::result::Result<T, E>;

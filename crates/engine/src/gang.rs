@@ -26,6 +26,15 @@ use wlmap_expr::{Val, to_jq_string};
 use wlmap_schema::TopologyConstraint;
 
 /// A sub-group of a pod group.
+///
+/// ```
+/// let mut k = wlmap_schema::Karta::example();
+/// k.spec.optimization_instructions = Some(serde_json::from_value(serde_json::json!({"gangScheduling": {"podGroup": {"name": "gang", "subGroups": [{"componentName": "pod"}]}}})).unwrap());
+/// let def = wlmap_engine::Definition::compile(k, wlmap_engine::Origin::File).unwrap();
+/// let w = wlmap_engine::resolve(&def, &wlmap_engine::Object::new(serde_json::json!({"kind": "Pod", "metadata": {"name": "p"}, "spec": {}}))).unwrap();
+/// let s = &wlmap_engine::gangs(&def, &w, None).unwrap()[0].sub_groups[0];
+/// assert_eq!((s.name.as_str(), s.min_member), ("p-gang-pod", 1));
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SubGroupOut {
@@ -44,6 +53,15 @@ pub struct SubGroupOut {
 }
 
 /// A gang: pods that must be scheduled all together or not at all.
+///
+/// ```
+/// let mut k = wlmap_schema::Karta::example();
+/// k.spec.optimization_instructions = Some(serde_json::from_value(serde_json::json!({"gangScheduling": {"podGroup": {"name": "gang"}}})).unwrap());
+/// let def = wlmap_engine::Definition::compile(k, wlmap_engine::Origin::File).unwrap();
+/// let w = wlmap_engine::resolve(&def, &wlmap_engine::Object::new(serde_json::json!({"kind": "Pod", "metadata": {"name": "p"}, "spec": {}}))).unwrap();
+/// let g = wlmap_engine::gangs(&def, &w, None).unwrap();
+/// assert_eq!((g[0].name.as_str(), g[0].min_member), ("p-gang", 1));
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PodGroup {
@@ -138,7 +156,7 @@ pub fn gangs(def: &Definition, w: &Workload, pods: Option<&[Object]>) -> Result<
                 subs.push(SubGroupOut {
                     name: gang_name(&[&gname, &seg]),
                     min_member: n.desired_pods,
-                    component: n.path.clone(),
+                    component: seg.clone(),
                     members: n.all_pods().map(|p| p.name.clone()).collect(),
                     topology: s.topology.clone(),
                 });
@@ -352,6 +370,15 @@ fn pods_with_scope<'a>(
 }
 
 /// The scheduler languages gangs can be rendered in.
+///
+/// ```
+/// # let def = wlmap_engine::Definition::compile(wlmap_schema::Karta::example(), wlmap_engine::Origin::Catalog).unwrap();
+/// # let pod = wlmap_engine::Object::new(serde_json::json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "uid": "u"}, "spec": {}}));
+/// # let w = wlmap_engine::resolve(&def, &pod).unwrap();
+/// let g = vec![wlmap_engine::PodGroup { name: "p".into(), min_member: 1, sub_groups: vec![], members: vec![], topology: None, incomplete: false }];
+/// let docs = wlmap_engine::render_gangs(wlmap_engine::SchedulerFormat::Volcano, &g, &w, &pod);
+/// assert_eq!(docs[0]["apiVersion"], "scheduling.volcano.sh/v1beta1");
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SchedulerFormat {
     /// KAI Scheduler `scheduling.run.ai/v2alpha2` PodGroup.

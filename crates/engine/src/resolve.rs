@@ -14,9 +14,21 @@ use wlmap_schema::GroupVersionKind;
 
 /// Replica copies of a sub-structure are expanded into nodes up to this many; beyond it the
 /// subtree is kept once with a multiplier, so a hostile `replicas: 1e9` cannot exhaust memory.
+///
+/// ```
+/// assert_eq!(wlmap_engine::MAX_EXPANDED_REPLICAS, 10_000);
+/// ```
 pub const MAX_EXPANDED_REPLICAS: u64 = 10_000;
 
 /// A pod placed in the tree.
+///
+/// ```
+/// let pod = wlmap_engine::Object::new(serde_json::json!({"kind": "Pod", "metadata": {"name": "p"},
+///     "status": {"phase": "Failed", "reason": "Evicted"}}));
+/// let info = wlmap_engine::PodInfo::from_pod(&pod, &Default::default());
+/// assert_eq!((info.phase.as_str(), info.reason.as_deref()), ("Failed", Some("Evicted")));
+/// assert!(!info.ready);
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PodInfo {
@@ -110,6 +122,14 @@ impl PodInfo {
 }
 
 /// A node of the component tree: one instance (and replica copy) of a component.
+///
+/// ```
+/// # let def = wlmap_engine::Definition::compile(wlmap_schema::Karta::example(), wlmap_engine::Origin::Catalog).unwrap();
+/// let pod = wlmap_engine::Object::new(serde_json::json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {}}));
+/// let w = wlmap_engine::resolve(&def, &pod).unwrap();
+/// assert_eq!((w.root.component.as_str(), w.root.desired_pods), ("pod", 1));
+/// assert!(w.root.has_pod_spec && w.root.path.is_empty());
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Node {
@@ -210,6 +230,14 @@ impl Node {
 }
 
 /// A resolved workload.
+///
+/// ```
+/// # let def = wlmap_engine::Definition::compile(wlmap_schema::Karta::example(), wlmap_engine::Origin::Catalog).unwrap();
+/// let pod = wlmap_engine::Object::new(serde_json::json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "ml"}, "spec": {}}));
+/// let w = wlmap_engine::resolve(&def, &pod).unwrap();
+/// assert_eq!((w.definition.as_str(), w.kind.as_str(), w.namespace.as_str()), ("core-pod-v1", "Pod", "ml"));
+/// assert!(!w.pods_observed); // no pods attributed yet
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Workload {
@@ -272,12 +300,27 @@ impl Workload {
 }
 
 /// Provides the objects that `references` name (a snapshot, or the cluster).
+///
+/// ```
+/// use wlmap_engine::ReferenceProvider;
+/// struct Echo;
+/// impl ReferenceProvider for Echo {
+///     fn get(&self, _: &wlmap_schema::GroupVersionKind, _: Option<&str>, name: &str) -> Option<serde_json::Value> { Some(serde_json::json!({"name": name})) }
+/// }
+/// assert_eq!(Echo.get(&Default::default(), None, "q").unwrap()["name"], "q");
+/// ```
 pub trait ReferenceProvider {
     /// The object of this kind and name, in `namespace` (None for cluster-scoped), if known.
     fn get(&self, kind: &GroupVersionKind, namespace: Option<&str>, name: &str) -> Option<Value>;
 }
 
 /// A provider that knows no objects: every reference resolves to `null`.
+///
+/// ```
+/// use wlmap_engine::ReferenceProvider;
+/// let cm = wlmap_schema::GroupVersionKind::new("", "v1", "ConfigMap");
+/// assert!(wlmap_engine::NoReferences.get(&cm, Some("default"), "settings").is_none());
+/// ```
 pub struct NoReferences;
 
 impl ReferenceProvider for NoReferences {

@@ -6,6 +6,12 @@ use serde::Serialize;
 use wlmap_expr::{Val, from_val, to_jq_string};
 
 /// The common status vocabulary.
+///
+/// ```
+/// use wlmap_engine::Phase;
+/// assert!(Phase::Failed < Phase::Running); // ordered by precedence
+/// assert_eq!(Phase::Suspended.to_string(), "Suspended");
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 pub enum Phase {
     /// Something failed for good.
@@ -30,6 +36,12 @@ pub enum Phase {
 
 impl Phase {
     /// Every phase, in precedence order (the primary status is the first that matched).
+    ///
+    /// ```
+    /// use wlmap_engine::Phase;
+    /// assert_eq!(Phase::PRECEDENCE[0], Phase::Failed);
+    /// assert_eq!(Phase::PRECEDENCE.last(), Some(&Phase::Undefined));
+    /// ```
     pub const PRECEDENCE: [Phase; 9] = [
         Phase::Failed,
         Phase::Completed,
@@ -80,6 +92,14 @@ impl std::fmt::Display for Phase {
 }
 
 /// How one matcher evaluated (for `--explain`).
+///
+/// ```
+/// # let def = wlmap_engine::Definition::compile(wlmap_schema::Karta::example(), wlmap_engine::Origin::Catalog).unwrap();
+/// let pod = wlmap_engine::Object::new(serde_json::json!({"kind": "Pod", "metadata": {"name": "p"}, "spec": {}, "status": {"phase": "Running"}}));
+/// let w = wlmap_engine::resolve(&def, &pod).unwrap();
+/// let t = &w.status.trace[0];
+/// assert_eq!((t.status, t.index, t.matched), (wlmap_engine::Phase::Running, 0, true));
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct MatcherTrace {
@@ -94,6 +114,14 @@ pub struct MatcherTrace {
 }
 
 /// The status of a workload.
+///
+/// ```
+/// # let def = wlmap_engine::Definition::compile(wlmap_schema::Karta::example(), wlmap_engine::Origin::Catalog).unwrap();
+/// let pod = wlmap_engine::Object::new(serde_json::json!({"kind": "Pod", "metadata": {"name": "p"}, "spec": {}, "status": {"phase": "Pending"}}));
+/// let s = wlmap_engine::resolve(&def, &pod).unwrap().status;
+/// assert_eq!(s.phase, wlmap_engine::Phase::Undefined); // the example maps only Running
+/// assert_eq!(s.raw_phase.as_deref(), Some("Pending"));
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Status {

@@ -89,6 +89,15 @@ impl Target {
 }
 
 /// What an update did.
+///
+/// ```
+/// # let def = wlmap_engine::Definition::compile(wlmap_schema::Karta::example(), wlmap_engine::Origin::Catalog).unwrap();
+/// let mut pod = serde_json::json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {"schedulerName": "kai"}});
+/// let u = wlmap_engine::PodUpdate { scheduler_name: Some("kai".into()), ..Default::default() };
+/// let r = wlmap_engine::update(&def, &mut pod, &wlmap_engine::Target::all(), &u).unwrap();
+/// assert_eq!(r.templates, 1);
+/// assert!(r.changed.is_empty()); // unchanged values are not listed
+/// ```
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct UpdateReport {
     /// JSON pointers of every value written (unchanged values are not listed).

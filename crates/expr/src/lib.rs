@@ -65,6 +65,12 @@ impl Default for Limits {
 }
 
 /// An expression that failed to compile.
+///
+/// ```
+/// let e = wlmap_expr::Expr::compile("env.HOME").unwrap_err();
+/// assert_eq!(e.source_text, "env.HOME");
+/// assert_eq!(e.span, 0..3); // the offending `env`
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{message} at byte {}..{} of `{source_text}`", span.start, span.end)]
 pub struct CompileError {
@@ -77,6 +83,13 @@ pub struct CompileError {
 }
 
 /// An evaluation that failed.
+///
+/// ```
+/// use wlmap_expr::{EvalError, Expr, Limits, to_val};
+/// let e = Expr::compile(".a - 1").unwrap();
+/// let err = e.eval(&to_val(&serde_json::json!({"a": "x"})), &[], &Limits::default()).unwrap_err();
+/// assert!(matches!(err, EvalError::Runtime { .. }));
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum EvalError {
@@ -99,6 +112,15 @@ type Filter = jaq_core::Filter<Sandbox>;
 /// A compiled, sandboxed jq expression.
 ///
 /// `Expr` is `Send + Sync`: compile once, share it between threads, evaluate anywhere.
+///
+/// ```
+/// use wlmap_expr::{Expr, Limits, from_val, to_val};
+/// fn shareable<T: Send + Sync>(_: &T) {}
+/// let e = Expr::compile(".spec.replicas // 1").unwrap();
+/// shareable(&e);
+/// let v = e.first(&to_val(&serde_json::json!({"spec": {"replicas": 3}})), &[], &Limits::default()).unwrap();
+/// assert_eq!(from_val(&v.unwrap()), serde_json::json!(3));
+/// ```
 pub struct Expr {
     text: String,
     program: Arc<OnceLock<Program>>,
@@ -137,6 +159,13 @@ pub struct Batch {
 
 impl Batch {
     /// A new batch whose expressions may read these global variables (names without `$`).
+    ///
+    /// ```
+    /// let mut b = wlmap_expr::Batch::new(&["runtime"]);
+    /// let e = b.add("$runtime.x").unwrap();
+    /// assert!(b.finish().is_ok());
+    /// assert_eq!(e.text(), "$runtime.x");
+    /// ```
     pub fn new(vars: &[&str]) -> Batch {
         Batch {
             texts: Vec::new(),
@@ -146,6 +175,13 @@ impl Batch {
     }
 
     /// Add an expression. The sandbox is checked now; compile errors come from [`Batch::finish`].
+    ///
+    /// ```
+    /// let mut b = wlmap_expr::Batch::new(&[]);
+    /// assert!(b.add("$ENV.HOME").is_err()); // refused by the sandbox at once
+    /// assert!(b.add(".a |").is_ok()); // syntax errors come from `finish`
+    /// assert!(b.finish().is_err());
+    /// ```
     pub fn add(&mut self, text: &str) -> Result<Expr, CompileError> {
         check_sandbox(text)?;
         let index = self.texts.len();
@@ -161,6 +197,15 @@ impl Batch {
 
     /// Compile the batch. On failure, every expression that does not compile on its own is
     /// returned with its error (by the order of [`Batch::add`]).
+    ///
+    /// ```
+    /// let mut b = wlmap_expr::Batch::new(&[]);
+    /// b.add(".a").unwrap();
+    /// b.add(".b |").unwrap();
+    /// let errs = b.finish().unwrap_err();
+    /// assert_eq!(errs.len(), 1);
+    /// assert_eq!(errs[0].0, 1); // the second expression
+    /// ```
     pub fn finish(self) -> Result<(), Vec<(usize, CompileError)>> {
         if self.texts.is_empty() {
             return Ok(());

@@ -25,6 +25,11 @@ use std::time::Duration;
 use wlmap_schema::GroupVersionKind;
 
 /// Errors of cluster access. Messages name the server and never carry credentials.
+///
+/// ```no_run
+/// let e = wlmap_kube::Error::Api { code: 429, message: "slow down".into() };
+/// assert_eq!(e.to_string(), "API error 429: slow down");
+/// ```
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
@@ -59,9 +64,23 @@ pub enum Error {
 }
 
 /// Result with this crate's error.
+///
+/// ```no_run
+/// fn server() -> wlmap_kube::Result<String> {
+///     let cluster = wlmap_kube::Cluster::connect(&wlmap_kube::ConnectOptions::default())?;
+///     Ok(cluster.server().to_string())
+/// }
+/// assert!(server().is_ok());
+/// ```
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// How to connect.
+///
+/// ```no_run
+/// let opts = wlmap_kube::ConnectOptions { context: Some("kind-dev".into()), page_size: Some(100), ..Default::default() };
+/// let cluster = wlmap_kube::Cluster::connect(&opts).unwrap();
+/// assert_eq!(cluster.requests(), 0);
+/// ```
 #[derive(Debug, Clone, Default)]
 pub struct ConnectOptions {
     /// A kubeconfig file (else `$KUBECONFIG`, `~/.kube/config`, then in-cluster).
@@ -75,6 +94,14 @@ pub struct ConnectOptions {
 }
 
 /// A kind the server serves.
+///
+/// ```no_run
+/// # let cluster = wlmap_kube::Cluster::connect(&wlmap_kube::ConnectOptions::default()).unwrap();
+/// let gvk = wlmap_schema::GroupVersionKind::new("batch", "v1", "Job");
+/// let kind: wlmap_kube::Kind = cluster.resource(&gvk).unwrap().unwrap();
+/// assert!(kind.namespaced);
+/// assert_eq!(kind.resource.plural, "jobs");
+/// ```
 #[derive(Debug, Clone)]
 pub struct Kind {
     /// Group/version/kind/plural.
@@ -84,6 +111,12 @@ pub struct Kind {
 }
 
 /// A connected cluster.
+///
+/// ```no_run
+/// let mut cluster = wlmap_kube::Cluster::connect(&wlmap_kube::ConnectOptions::default()).unwrap();
+/// cluster.max_retries = 1;
+/// println!("{} (namespace {})", cluster.server(), cluster.default_namespace());
+/// ```
 pub struct Cluster {
     rt: tokio::runtime::Runtime,
     client: Client,
@@ -99,6 +132,12 @@ pub struct Cluster {
 
 impl Cluster {
     /// Connect with a kubeconfig (or in-cluster configuration). No request is made yet.
+    ///
+    /// ```no_run
+    /// let opts = wlmap_kube::ConnectOptions { kubeconfig: Some("/tmp/kubeconfig".into()), ..Default::default() };
+    /// let cluster = wlmap_kube::Cluster::connect(&opts).unwrap();
+    /// assert_eq!(cluster.requests(), 0); // no request made yet
+    /// ```
     pub fn connect(opts: &ConnectOptions) -> Result<Cluster> {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -141,16 +180,33 @@ impl Cluster {
     }
 
     /// The API server URL.
+    ///
+    /// ```no_run
+    /// # let cluster = wlmap_kube::Cluster::connect(&wlmap_kube::ConnectOptions::default()).unwrap();
+    /// assert!(cluster.server().starts_with("https://"));
+    /// ```
     pub fn server(&self) -> &str {
         &self.server
     }
 
     /// The context's namespace (or `default`).
+    ///
+    /// ```no_run
+    /// # let cluster = wlmap_kube::Cluster::connect(&wlmap_kube::ConnectOptions::default()).unwrap();
+    /// assert!(!cluster.default_namespace().is_empty());
+    /// ```
     pub fn default_namespace(&self) -> &str {
         &self.default_namespace
     }
 
     /// Requests sent so far (LIST pages, GETs, discovery).
+    ///
+    /// ```no_run
+    /// # let cluster = wlmap_kube::Cluster::connect(&wlmap_kube::ConnectOptions::default()).unwrap();
+    /// let before = cluster.requests();
+    /// cluster.kartas().unwrap();
+    /// assert!(cluster.requests() > before);
+    /// ```
     pub fn requests(&self) -> u64 {
         self.requests.get()
     }
@@ -232,6 +288,12 @@ impl Cluster {
 
     /// Resolve a kind by discovery: the exact version when served, else the group's preferred
     /// version of the same kind. `None` when the server does not serve the kind.
+    ///
+    /// ```no_run
+    /// # let cluster = wlmap_kube::Cluster::connect(&wlmap_kube::ConnectOptions::default()).unwrap();
+    /// let pods = cluster.resource(&wlmap_schema::GroupVersionKind::new("", "v1", "Pod")).unwrap();
+    /// assert_eq!(pods.unwrap().resource.plural, "pods");
+    /// ```
     pub fn resource(&self, gvk: &GroupVersionKind) -> Result<Option<Kind>> {
         self.discovery()?;
         let d = self.discovery.borrow();
@@ -269,6 +331,13 @@ impl Cluster {
 
     /// List every object of a kind (in a namespace, or all), page by page. If a continue token
     /// expires (410) the listing restarts once; otherwise an error, never a partial list.
+    ///
+    /// ```no_run
+    /// # let cluster = wlmap_kube::Cluster::connect(&wlmap_kube::ConnectOptions::default()).unwrap();
+    /// # let job = cluster.resource(&wlmap_schema::GroupVersionKind::new("batch", "v1", "Job")).unwrap().unwrap();
+    /// let jobs = cluster.list(&job, Some("default")).unwrap();
+    /// assert!(jobs.iter().all(|j| j["kind"] == "Job")); // LIST items get apiVersion and kind
+    /// ```
     pub fn list(&self, k: &Kind, ns: Option<&str>) -> Result<Vec<Value>> {
         let what = format!("list {}", k.resource.plural);
         let mut restarted = false;
@@ -319,6 +388,13 @@ impl Cluster {
     }
 
     /// Get one object.
+    ///
+    /// ```no_run
+    /// # let cluster = wlmap_kube::Cluster::connect(&wlmap_kube::ConnectOptions::default()).unwrap();
+    /// # let job = cluster.resource(&wlmap_schema::GroupVersionKind::new("batch", "v1", "Job")).unwrap().unwrap();
+    /// let train = cluster.get(&job, Some("default"), "train").unwrap();
+    /// assert_eq!(train["metadata"]["name"], "train");
+    /// ```
     pub fn get(&self, k: &Kind, ns: Option<&str>, name: &str) -> Result<Value> {
         let req = http::Request::get(self.url(k, ns, Some(name)))
             .body(Vec::new())
@@ -328,6 +404,15 @@ impl Cluster {
 
     /// Replace an object (PUT). The object's `metadata.resourceVersion` is the precondition: a
     /// concurrent change makes this fail with [`Error::Conflict`].
+    ///
+    /// ```no_run
+    /// # let cluster = wlmap_kube::Cluster::connect(&wlmap_kube::ConnectOptions::default()).unwrap();
+    /// # let job = cluster.resource(&wlmap_schema::GroupVersionKind::new("batch", "v1", "Job")).unwrap().unwrap();
+    /// let mut train = cluster.get(&job, Some("default"), "train").unwrap();
+    /// train["spec"]["suspend"] = true.into();
+    /// let out = cluster.replace(&job, Some("default"), "train", &train, true).unwrap(); // dry run
+    /// assert_eq!(out["spec"]["suspend"], true);
+    /// ```
     pub fn replace(
         &self,
         k: &Kind,
@@ -349,6 +434,12 @@ impl Cluster {
     }
 
     /// The `kartas.run.ai` definitions in the cluster.
+    ///
+    /// ```no_run
+    /// # let cluster = wlmap_kube::Cluster::connect(&wlmap_kube::ConnectOptions::default()).unwrap();
+    /// let defs = cluster.kartas().unwrap();
+    /// assert!(defs.iter().all(|k| k["kind"] == "Karta"));
+    /// ```
     pub fn kartas(&self) -> Result<Vec<Value>> {
         let k = Kind {
             resource: ApiResource::from_gvk_with_plural(

@@ -44,6 +44,14 @@ fn structural(v: Value) -> Value {
                         };
                         out.insert(k, t);
                     }
+                    "description" => {
+                        // Only the summary paragraph: rustdoc examples do not belong in a CRD.
+                        let d = val.as_str().unwrap_or_default();
+                        let summary = d.split("\n\n").next().unwrap_or_default().trim();
+                        if !summary.is_empty() && !summary.starts_with("```") {
+                            out.insert(k, Value::from(summary));
+                        }
+                    }
                     "properties" => {
                         let props: Map<String, Value> = val
                             .as_object()

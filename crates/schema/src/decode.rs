@@ -96,6 +96,12 @@ fn convert(mut k: Karta, file: &str) -> Result<Karta, Error> {
 
 /// YAML options used everywhere: YAML 1.1 booleans and octals like kubectl, duplicate keys
 /// rejected, alias expansion budgeted (billion laughs), no code snippets in messages.
+///
+/// ```
+/// let o = wlmap_schema::yaml_options();
+/// assert!(o.legacy_octal_numbers); // `0755` reads as octal, like kubectl
+/// assert!(!o.with_snippet);
+/// ```
 pub fn options() -> serde_saphyr::Options {
     let mut o = serde_saphyr::Options::default();
     o.legacy_octal_numbers = true;

@@ -3,6 +3,12 @@
 use crate::Location;
 
 /// Decoding errors.
+///
+/// ```
+/// let err = wlmap_schema::decode("kind: [", "x.yaml").unwrap_err();
+/// assert!(matches!(err, wlmap_schema::Error::Decode { .. }));
+/// assert!(err.to_string().starts_with("x.yaml:"));
+/// ```
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
@@ -31,4 +37,9 @@ impl Error {
 }
 
 /// Result with this crate's error.
+///
+/// ```
+/// let r: wlmap_schema::Result<wlmap_schema::Karta> = wlmap_schema::decode_one("{}", "empty.json");
+/// assert!(r.is_err());
+/// ```
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,6 +1,11 @@
 //! Locations in definition files.
 
 /// A place in a file: 1-based line and column (0 when unknown).
+///
+/// ```
+/// let l = wlmap_schema::Location::new("a.yaml", 0, 0);
+/// assert_eq!(l.to_string(), "a.yaml"); // line unknown
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Location {
     /// File name as given by the caller.
@@ -42,6 +47,12 @@ impl std::fmt::Display for Location {
 /// Decoded types carry no spans (they are plain serde types shared with JSON and the API), so
 /// findings are located by searching the source for the component and then the value, in
 /// order. This is exact for the common case of one definition per component name.
+///
+/// ```
+/// let s = wlmap_schema::Source { file: "f.yaml", text: "kind: Karta\nname: pod\n" };
+/// assert_eq!(s.find(&["name: pod"]).unwrap().to_string(), "f.yaml:2:1");
+/// assert!(s.find(&["missing"]).is_none());
+/// ```
 #[derive(Debug, Clone)]
 pub struct Source<'a> {
     /// File name.

@@ -8,12 +8,34 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// API version of the current definition format.
+///
+/// ```
+/// assert_eq!(wlmap_schema::Karta::example().api_version, wlmap_schema::API_VERSION);
+/// ```
 pub const API_VERSION: &str = "run.ai/v1alpha1";
 /// Kind of the current definition format.
+///
+/// ```
+/// assert_eq!(wlmap_schema::Karta::example().kind, wlmap_schema::KIND);
+/// ```
 pub const KIND: &str = "Karta";
 /// API version of the older `ResourceInterface` format, read and converted.
+///
+/// ```
+/// use wlmap_schema::{GroupVersionKind, LEGACY_API_VERSION, LEGACY_KIND};
+/// let g = GroupVersionKind::from_api_version(LEGACY_API_VERSION, LEGACY_KIND);
+/// assert_eq!(g.group, "optimization.nvidia.com");
+/// ```
 pub const LEGACY_API_VERSION: &str = "optimization.nvidia.com/v1alpha1";
 /// Kind of the older format.
+///
+/// ```
+/// let mut v = serde_json::to_value(wlmap_schema::Karta::example()).unwrap();
+/// v["apiVersion"] = wlmap_schema::LEGACY_API_VERSION.into();
+/// v["kind"] = wlmap_schema::LEGACY_KIND.into();
+/// let k = wlmap_schema::decode_one(&v.to_string(), "legacy.json").unwrap();
+/// assert_eq!(k.kind, wlmap_schema::KIND); // converted while decoding
+/// ```
 pub const LEGACY_KIND: &str = "ResourceInterface";
 
 /// A workload definition: one `Karta` object.
@@ -143,6 +165,13 @@ impl Karta {
 }
 
 /// Kubernetes object metadata of a definition. Only `name` is interpreted; the rest is kept.
+///
+/// ```
+/// let m: wlmap_schema::Metadata =
+///     serde_json::from_value(serde_json::json!({"name": "x", "labels": {"a": "b"}})).unwrap();
+/// assert_eq!(m.name.as_deref(), Some("x"));
+/// assert!(m.other.contains_key("labels")); // kept, not interpreted
+/// ```
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Metadata {
@@ -155,6 +184,13 @@ pub struct Metadata {
 }
 
 /// `spec` of a definition.
+///
+/// ```
+/// let spec: wlmap_schema::KartaSpec = serde_json::from_value(serde_json::json!({
+///     "structureDefinition": {"rootComponent": {"name": "pod"}}})).unwrap();
+/// assert_eq!(spec.structure_definition.root_component.name, "pod");
+/// assert!(spec.references.is_empty() && spec.optimization_instructions.is_none());
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct KartaSpec {
@@ -172,6 +208,13 @@ pub struct KartaSpec {
 ///
 /// The object is found by the caller's provider (a snapshot or the cluster); when it cannot be
 /// found the variable is `null`.
+///
+/// ```
+/// let r: wlmap_schema::Reference = serde_json::from_value(serde_json::json!({"name": "queue",
+///     "kind": {"group": "scheduling.run.ai", "version": "v2", "kind": "Queue"},
+///     "namePath": ".metadata.labels.queue", "clusterScoped": true})).unwrap();
+/// assert!(r.cluster_scoped && r.namespace_path.is_none());
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Reference {
@@ -191,6 +234,12 @@ pub struct Reference {
 }
 
 /// The structure: a root component and its descendants.
+///
+/// ```
+/// let s = wlmap_schema::Karta::example().spec.structure_definition;
+/// assert_eq!(s.root_component.name, "pod");
+/// assert!(s.child_components.is_empty() && s.additional_child_kinds.is_empty());
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct StructureDefinition {
@@ -205,6 +254,12 @@ pub struct StructureDefinition {
 }
 
 /// Group, version and kind of a Kubernetes type.
+///
+/// ```
+/// let g = wlmap_schema::GroupVersionKind::from_api_version("batch/v1", "Job");
+/// assert_eq!(g.to_string(), "batch/v1/Job");
+/// assert_eq!(wlmap_schema::GroupVersionKind::new("", "v1", "Pod").to_string(), "v1/Pod");
+/// ```
 #[derive(
     Debug, Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
 )]
@@ -289,6 +344,15 @@ impl std::fmt::Display for GroupVersionKind {
 }
 
 /// One component of the structure.
+///
+/// ```
+/// use wlmap_schema::ComponentDefinition;
+/// let c: ComponentDefinition = serde_json::from_value(serde_json::json!(
+///     {"name": "workers", "ownerRef": "job", "specDefinition": {"podSpecPath": ".spec"}})).unwrap();
+/// assert!(c.has_pod_spec());
+/// let typo = serde_json::json!({"name": "w", "ownerName": "job"}); // misspelled ownerRef
+/// assert!(serde_json::from_value::<ComponentDefinition>(typo).is_err());
+/// ```
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ComponentDefinition {
@@ -335,6 +399,13 @@ impl ComponentDefinition {
 }
 
 /// Where a component keeps its pods' specification; exactly one shape.
+///
+/// ```
+/// let s: wlmap_schema::SpecDefinition =
+///     serde_json::from_value(serde_json::json!({"podTemplateSpecPath": ".spec.template"})).unwrap();
+/// assert_eq!(s.pod_template_spec_path.as_deref(), Some(".spec.template"));
+/// assert_eq!(s.shape_count(), 1);
+/// ```
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SpecDefinition {
@@ -367,6 +438,13 @@ impl SpecDefinition {
 }
 
 /// Pod fields kept in separate places of a custom resource.
+///
+/// ```
+/// let f: wlmap_schema::FragmentedPodSpecDefinition = serde_json::from_value(serde_json::json!(
+///     {"containerPath": ".spec.container", "labelsPath": ".spec.labels"})).unwrap();
+/// let s = wlmap_schema::SpecDefinition { fragmented_pod_spec_definition: Some(f), ..Default::default() };
+/// assert_eq!(s.shape_count(), 1);
+/// ```
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct FragmentedPodSpecDefinition {
@@ -406,6 +484,13 @@ pub struct FragmentedPodSpecDefinition {
 }
 
 /// Where replica counts live.
+///
+/// ```
+/// let s: wlmap_schema::ScaleDefinition = serde_json::from_value(serde_json::json!(
+///     {"replicasPath": ".spec.replicas", "maxReplicasPath": ".spec.maxReplicas"})).unwrap();
+/// assert_eq!(s.replicas_path.as_deref(), Some(".spec.replicas"));
+/// assert!(s.min_replicas_path.is_none());
+/// ```
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ScaleDefinition {
@@ -421,6 +506,12 @@ pub struct ScaleDefinition {
 }
 
 /// How to read a workload's status.
+///
+/// ```
+/// let s = wlmap_schema::Karta::example().root().status_definition.clone().unwrap();
+/// assert_eq!(s.phase_definition.unwrap().path, ".status.phase");
+/// assert_eq!(s.status_mappings.running.len(), 1);
+/// ```
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct StatusDefinition {
@@ -436,6 +527,13 @@ pub struct StatusDefinition {
 }
 
 /// Where the phase lives.
+///
+/// ```
+/// use wlmap_schema::PhaseDefinition;
+/// let p: PhaseDefinition = serde_json::from_value(serde_json::json!({"path": ".status.phase"})).unwrap();
+/// assert_eq!(p.path, ".status.phase");
+/// assert!(serde_json::from_value::<PhaseDefinition>(serde_json::json!({})).is_err()); // path is required
+/// ```
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PhaseDefinition {
@@ -444,6 +542,13 @@ pub struct PhaseDefinition {
 }
 
 /// Where the conditions live.
+///
+/// ```
+/// let c: wlmap_schema::ConditionsDefinition = serde_json::from_value(serde_json::json!(
+///     {"path": ".status.conditions", "typeFieldName": "kind"})).unwrap();
+/// assert_eq!(c.type_field_name.as_deref(), Some("kind"));
+/// assert!(c.status_field_name.is_none()); // `status` is used
+/// ```
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ConditionsDefinition {
@@ -464,6 +569,13 @@ pub struct ConditionsDefinition {
 }
 
 /// Matchers for each common status; each list is ORed.
+///
+/// ```
+/// let m: wlmap_schema::StatusMappings =
+///     serde_json::from_value(serde_json::json!({"failed": [{"byPhase": "Failed"}]})).unwrap();
+/// assert_eq!(m.failed[0].by_phase.as_deref(), Some("Failed"));
+/// assert!(m.running.is_empty());
+/// ```
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct StatusMappings {
@@ -494,6 +606,13 @@ pub struct StatusMappings {
 }
 
 /// One matcher: the parts present are ANDed.
+///
+/// ```
+/// let m: wlmap_schema::StatusMatcher = serde_json::from_value(serde_json::json!(
+///     {"byPhase": "Running", "byConditions": [{"type": "Ready", "status": "True"}]})).unwrap();
+/// assert_eq!(m.by_conditions[0].type_, "Ready");
+/// assert!(m.by_expression.is_none());
+/// ```
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct StatusMatcher {
@@ -509,6 +628,13 @@ pub struct StatusMatcher {
 }
 
 /// A condition to look for.
+///
+/// ```
+/// let c: wlmap_schema::ExpectedCondition =
+///     serde_json::from_value(serde_json::json!({"type": "Complete", "status": "True"})).unwrap();
+/// assert_eq!((c.type_.as_str(), c.status.as_deref()), ("Complete", Some("True")));
+/// assert!(c.reason.is_none()); // any reason
+/// ```
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ExpectedCondition {
@@ -525,6 +651,12 @@ pub struct ExpectedCondition {
 }
 
 /// An expression and the string its first output must equal.
+///
+/// ```
+/// let e: wlmap_schema::ExpressionMatcher = serde_json::from_value(serde_json::json!(
+///     {"expression": ".status.active > 0", "expectedResult": "true"})).unwrap();
+/// assert_eq!(e.expected_result, "true");
+/// ```
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ExpressionMatcher {
@@ -535,6 +667,13 @@ pub struct ExpressionMatcher {
 }
 
 /// Suspend and resume actions.
+///
+/// ```
+/// let s: wlmap_schema::SuspendDefinition = serde_json::from_value(serde_json::json!(
+///     {"suspendActions": [{"path": ".spec.suspend", "value": "true"}]})).unwrap();
+/// assert_eq!(s.suspend_actions[0].path, ".spec.suspend");
+/// assert!(s.resume_actions.is_empty());
+/// ```
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SuspendDefinition {
@@ -547,6 +686,13 @@ pub struct SuspendDefinition {
 }
 
 /// Set the value at a path.
+///
+/// ```
+/// let a: wlmap_schema::Action =
+///     serde_json::from_value(serde_json::json!({"path": ".spec.suspend", "value": "true"})).unwrap();
+/// let value: serde_json::Value = serde_json::from_str(&a.value).unwrap();
+/// assert_eq!(value, serde_json::json!(true));
+/// ```
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Action {
@@ -557,6 +703,13 @@ pub struct Action {
 }
 
 /// How a component's pods are recognised; every path runs on the pod.
+///
+/// ```
+/// let p: wlmap_schema::PodSelector = serde_json::from_value(serde_json::json!(
+///     {"componentTypeSelector": {"keyPath": ".metadata.labels.role", "value": "worker"}})).unwrap();
+/// assert_eq!(p.component_type_selector.unwrap().value.as_deref(), Some("worker"));
+/// assert!(p.replica_selector.is_none());
+/// ```
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PodSelector {
@@ -572,6 +725,13 @@ pub struct PodSelector {
 }
 
 /// Component type selector.
+///
+/// ```
+/// let s: wlmap_schema::ComponentTypeSelector =
+///     serde_json::from_value(serde_json::json!({"matchLabels": {"role": "worker"}})).unwrap();
+/// assert_eq!(s.match_labels.unwrap()["role"], "worker");
+/// assert!(s.key_path.is_none());
+/// ```
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ComponentTypeSelector {
@@ -587,6 +747,12 @@ pub struct ComponentTypeSelector {
 }
 
 /// Instance selector.
+///
+/// ```
+/// let s: wlmap_schema::ComponentInstanceSelector =
+///     serde_json::from_value(serde_json::json!({"idPath": ".metadata.labels.index"})).unwrap();
+/// assert_eq!(s.id_path, ".metadata.labels.index");
+/// ```
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ComponentInstanceSelector {
@@ -595,6 +761,12 @@ pub struct ComponentInstanceSelector {
 }
 
 /// Replica selector.
+///
+/// ```
+/// let s: wlmap_schema::ReplicaSelector =
+///     serde_json::from_value(serde_json::json!({"keyPath": ".metadata.labels.replica"})).unwrap();
+/// assert_eq!(s.key_path, ".metadata.labels.replica");
+/// ```
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ReplicaSelector {
@@ -603,6 +775,12 @@ pub struct ReplicaSelector {
 }
 
 /// Hints for schedulers.
+///
+/// ```
+/// let o: wlmap_schema::OptimizationInstructions = serde_json::from_value(serde_json::json!(
+///     {"gangScheduling": {"podGroup": {"name": "gang"}}})).unwrap();
+/// assert_eq!(o.gang_scheduling.unwrap().pod_group.unwrap().name, "gang");
+/// ```
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct OptimizationInstructions {
@@ -612,6 +790,13 @@ pub struct OptimizationInstructions {
 }
 
 /// Gang scheduling, in the deprecated and the current form.
+///
+/// ```
+/// let g: wlmap_schema::GangScheduling = serde_json::from_value(serde_json::json!(
+///     {"podGroups": [{"name": "all", "members": [{"componentName": "workers"}]}]})).unwrap();
+/// assert_eq!(g.pod_groups[0].members[0].component_name, "workers");
+/// assert!(g.pod_group.is_none());
+/// ```
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct GangScheduling {
@@ -624,6 +809,13 @@ pub struct GangScheduling {
 }
 
 /// Deprecated pod group.
+///
+/// ```
+/// let d: wlmap_schema::PodGroupDefinition =
+///     serde_json::from_value(serde_json::json!({"name": "all"})).unwrap();
+/// assert_eq!(d.name, "all");
+/// assert!(d.members.is_empty());
+/// ```
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PodGroupDefinition {
@@ -635,6 +827,13 @@ pub struct PodGroupDefinition {
 }
 
 /// Member of a deprecated pod group.
+///
+/// ```
+/// let m: wlmap_schema::PodGroupMember = serde_json::from_value(serde_json::json!(
+///     {"componentName": "workers", "groupByKeyPaths": [".metadata.labels.replica"]})).unwrap();
+/// assert_eq!(m.group_by_key_paths.len(), 1);
+/// assert!(m.filters.is_empty());
+/// ```
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PodGroupMember {
@@ -649,6 +848,13 @@ pub struct PodGroupMember {
 }
 
 /// Current pod group form.
+///
+/// ```
+/// let m: wlmap_schema::PodGroupMapping = serde_json::from_value(serde_json::json!(
+///     {"name": "gang", "subGroups": [{"componentName": "workers"}]})).unwrap();
+/// assert_eq!(m.sub_groups[0].component_name, "workers");
+/// assert!(m.topology.is_none());
+/// ```
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PodGroupMapping {
@@ -663,6 +869,12 @@ pub struct PodGroupMapping {
 }
 
 /// A sub-group.
+///
+/// ```
+/// let s: wlmap_schema::SubGroup = serde_json::from_value(serde_json::json!(
+///     {"componentName": "workers", "topology": {"topologyName": "rack"}})).unwrap();
+/// assert_eq!(s.topology.unwrap().topology_name, "rack");
+/// ```
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SubGroup {
@@ -674,6 +886,13 @@ pub struct SubGroup {
 }
 
 /// Topology constraint.
+///
+/// ```
+/// let t: wlmap_schema::TopologyConstraint = serde_json::from_value(serde_json::json!(
+///     {"topologyName": "dc", "requiredTopologyLevel": "rack"})).unwrap();
+/// assert_eq!(t.required_topology_level, "rack");
+/// assert_eq!(t.preferred_topology_level, ""); // absent levels are empty
+/// ```
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct TopologyConstraint {

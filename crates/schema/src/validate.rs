@@ -7,6 +7,12 @@ use crate::types::{ComponentDefinition, Karta};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// How serious a finding is.
+///
+/// ```
+/// use wlmap_schema::Severity;
+/// assert_eq!(Severity::Warning.to_string(), "warning");
+/// assert!(Severity::Error < Severity::Warning);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Severity {
     /// The definition cannot be used.
@@ -25,6 +31,12 @@ impl std::fmt::Display for Severity {
 }
 
 /// Which field a finding is about, so a caller with the source text can locate it.
+///
+/// ```
+/// let f = wlmap_schema::Finding::error(Some("pod"), "ownerRef", Some("x"), "unknown owner", "fix it");
+/// let expected = wlmap_schema::FieldRef { component: Some("pod".into()), field: "ownerRef".into(), value: Some("x".into()) };
+/// assert_eq!(f.field, expected);
+/// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct FieldRef {
     /// Component name, when the finding is inside a component.
@@ -36,6 +48,13 @@ pub struct FieldRef {
 }
 
 /// One validation finding with a one-line fix hint.
+///
+/// ```
+/// let mut k = wlmap_schema::Karta::example();
+/// k.spec.structure_definition.root_component.owner_ref = Some("x".into());
+/// let f = wlmap_schema::validate(&k).into_iter().find(|f| f.field.field == "ownerRef").unwrap();
+/// assert!(!f.message.is_empty() && !f.hint.is_empty());
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Finding {
     /// Error or warning.

@@ -5,30 +5,13 @@ use crate::context::{Context, print_data};
 use crate::exit::{Code, Failure, Result, invalid};
 use crate::render;
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-
-fn files(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(rd) = std::fs::read_dir(dir) else {
-        return;
-    };
-    let mut entries: Vec<_> = rd.filter_map(|e| e.ok()).map(|e| e.path()).collect();
-    entries.sort();
-    for p in entries {
-        if p.is_dir() {
-            files(&p, out);
-        } else if p.extension().is_some_and(|x| x == "yaml") {
-            out.push(p);
-        }
-    }
-}
 
 /// Run.
 pub fn run(ctx: &Context, a: &ConformanceArgs) -> Result {
     if !a.dir.is_dir() {
         return Err(invalid(format!("{}: not a directory", a.dir.display())));
     }
-    let mut paths = Vec::new();
-    files(&a.dir, &mut paths);
+    let paths = wlmap_catalog::conformance::recordings(&a.dir);
     // definition -> (events, definite, agree, undefined, disagreements)
     let mut table: BTreeMap<String, (usize, usize, usize, usize, Vec<String>)> = BTreeMap::new();
     for p in paths {
