@@ -410,7 +410,33 @@ fn against_a_real_api_server() {
         );
     }
 
-    // Phase 9: failure paths.
+    // Phase 9: requests stay few: a cluster-wide view is discovery + definitions + one
+    // (paginated) LIST per kind, whatever the number of workloads; a describe is one GET plus
+    // a constant number of LISTs.
+    let requests = |args: &[&str]| -> u64 {
+        let o = tb.wlmap(&[&["-v"], args].concat());
+        assert!(o.status.success(), "{}", stderr(&o));
+        let err = stderr(&o);
+        let line = err
+            .lines()
+            .find(|l| l.contains("API request(s)"))
+            .unwrap_or_else(|| panic!("no request count: {err}"));
+        line.split_whitespace()
+            .nth(1)
+            .and_then(|n| n.parse().ok())
+            .expect("count")
+    };
+    let before = requests(&["get", "-A", "--all-types", "-o", "json"]);
+    tb.load_fixture("batch-job-v1/completed");
+    let after = requests(&["get", "-A", "--all-types", "-o", "json"]);
+    assert_eq!(
+        before, after,
+        "one more workload must not mean more requests"
+    );
+    let describe = requests(&["describe", "jobset/llm-train", "-n", "ml", "-o", "json"]);
+    assert!(describe <= 8, "describe used {describe} requests");
+
+    // Phase 10: failure paths.
     let o = tb.wlmap_restricted(&["get", "jobsets", "-n", "team-a"]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(
