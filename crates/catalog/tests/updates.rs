@@ -1,0 +1,124 @@
+//! Updates lose nothing, on every catalog kind: random scheduler names and labels applied to
+//! the root object of every fixture. Only the asked fields change, applying twice equals
+//! applying once, no null is written, and the resolved templates then carry the new values.
+
+use proptest::prelude::*;
+use serde_json::Value;
+use std::path::Path;
+use wlmap_engine::{Object, ObjectsProvider, PodUpdate, Target};
+
+fn roots() -> Vec<(String, Vec<Object>)> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
+    let mut out = Vec::new();
+    let mut slugs: Vec<_> = std::fs::read_dir(&dir)
+        .expect("fixtures")
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .collect();
+    slugs.sort();
+    for s in slugs {
+        let mut states: Vec<_> = std::fs::read_dir(&s)
+            .expect("slug")
+            .filter_map(|e| e.ok())
+            .map(|e| e.path())
+            .collect();
+        states.sort();
+        let text = std::fs::read_to_string(states[0].join("objects.yaml")).expect("objects");
+        let docs: Vec<Value> =
+            serde_saphyr::from_multiple_with_options(&text, wlmap_schema::yaml_options())
+                .expect("yaml");
+        out.push((
+            s.file_name()
+                .and_then(|n| n.to_str())
+                .unwrap_or_default()
+                .to_string(),
+            docs.into_iter()
+                .filter(Value::is_object)
+                .map(Object::new)
+                .collect(),
+        ));
+    }
+    out
+}
+
+/// Every JSON pointer whose value differs between two documents (leaves and added/removed keys).
+fn changed(a: &Value, b: &Value, at: String, out: &mut Vec<String>) {
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            for k in x.keys().chain(y.keys().filter(|k| !x.contains_key(*k))) {
+                changed(
+                    x.get(k).unwrap_or(&Value::Null),
+                    y.get(k).unwrap_or(&Value::Null),
+                    format!("{at}/{k}"),
+                    out,
+                );
+            }
+        }
+        (Value::Array(x), Value::Array(y)) if x.len() == y.len() => {
+            for (i, (p, q)) in x.iter().zip(y).enumerate() {
+                changed(p, q, format!("{at}/{i}"), out);
+            }
+        }
+        _ if a != b => out.push(at),
+        _ => {}
+    }
+}
+
+fn has_null_where_absent(before: &Value, after: &Value) -> bool {
+    match (before, after) {
+        (Value::Object(x), Value::Object(y)) => y.iter().any(|(k, v)| match x.get(k) {
+            None => v.is_null(),
+            Some(b) => has_null_where_absent(b, v),
+        }),
+        (Value::Array(x), Value::Array(y)) => {
+            x.iter().zip(y).any(|(p, q)| has_null_where_absent(p, q))
+        }
+        _ => false,
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 12, ..ProptestConfig::default() })]
+    #[test]
+    fn updates_on_every_catalog_kind_change_only_what_they_ask(sched in "[a-z][a-z0-9-]{0,10}", key in "[a-z]{1,8}", val in "[a-z0-9]{0,8}") {
+        let reg = wlmap_catalog::registry().expect("catalog");
+        let mut touched_kinds = 0;
+        for (slug, objs) in roots() {
+            let def = reg.by_name(&slug).expect("definition");
+            let before = objs[0].json().clone();
+            let u = PodUpdate { scheduler_name: Some(sched.clone()), labels: [(key.clone(), val.clone())].into(), ..Default::default() };
+            let mut once = before.clone();
+            let report = match wlmap_engine::update(def, &mut once, &Target::all(), &u) {
+                Ok(r) => r,
+                // A definition without a path for a field says so; nothing was written.
+                Err(e) => {
+                    prop_assert!(e.to_string().contains("has no") || e.to_string().contains("not a writable path"), "{slug}: {e}");
+                    continue;
+                }
+            };
+            touched_kinds += 1;
+            let mut diff = Vec::new();
+            changed(&before, &once, String::new(), &mut diff);
+            prop_assert_eq!(diff.len(), report.changed.len(), "{}: reported {:?}, found {:?}", slug, report.changed, diff);
+            for d in &diff {
+                prop_assert!(d.ends_with("/schedulerName") || d.ends_with(&format!("/{key}")) || d.ends_with("/labels") || d.ends_with("/metadata") || d.ends_with("/spec"), "{}: unexpected change at {}", slug, d);
+            }
+            prop_assert!(!has_null_where_absent(&before, &once), "{}: a null was written", slug);
+            let mut twice = once.clone();
+            let again = wlmap_engine::update(def, &mut twice, &Target::all(), &u).expect("second update");
+            prop_assert!(again.changed.is_empty());
+            prop_assert_eq!(&twice, &once);
+            // The resolved pod templates now carry the values.
+            let mut all = objs.clone();
+            all[0] = Object::new(once.clone());
+            let w = wlmap_engine::resolve_with(def, &all[0], &ObjectsProvider(&all)).expect("resolves");
+            for n in w.root.walk().filter(|n| n.template.is_some() && report.templates > 0) {
+                let t = n.template.as_ref().expect("template");
+                if let Some(s) = t.pointer("/spec/schedulerName") {
+                    prop_assert_eq!(s.as_str(), Some(sched.as_str()), "{}", slug);
+                }
+            }
+        }
+        prop_assert!(touched_kinds >= 20, "only {touched_kinds} kinds accepted the update");
+    }
+}
