@@ -4,9 +4,11 @@
 //! BENCHMARKS.md.
 
 use serde_json::{Value, json};
-use std::path::Path;
 use std::sync::Arc;
 use wlmap_engine::{Definition, Object, Origin, OwnerIndex, PodUpdate, Target};
+
+#[path = "../tests/common/mod.rs"]
+mod common;
 
 fn main() {
     divan::main();
@@ -23,27 +25,7 @@ fn slugs() -> Vec<String> {
 }
 
 fn fixture_objects(slug: &str) -> Vec<Object> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("fixtures")
-        .join(slug);
-    let mut states: Vec<_> = std::fs::read_dir(&dir)
-        .expect("fixtures")
-        .filter_map(|e| e.ok())
-        .map(|e| e.path())
-        .collect();
-    states.sort();
-    let pick = states
-        .iter()
-        .find(|p| p.ends_with("running"))
-        .unwrap_or(&states[0]);
-    let text = std::fs::read_to_string(pick.join("objects.yaml")).expect("objects");
-    let docs: Vec<Value> =
-        serde_saphyr::from_multiple_with_options(&text, wlmap_schema::yaml_options())
-            .expect("yaml");
-    docs.into_iter()
-        .filter(|d| d.is_object())
-        .map(Object::new)
-        .collect()
+    common::objects(&common::representative(slug))
 }
 
 fn def(slug: &str) -> Arc<Definition> {

@@ -7,13 +7,8 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use wlmap_engine::{Object, ObjectsProvider, attribute, gangs, resolve_with};
 
-fn load_yaml(path: &Path) -> Vec<Value> {
-    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let docs: Vec<Value> =
-        serde_saphyr::from_multiple_with_options(&text, wlmap_schema::yaml_options())
-            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    docs.into_iter().filter(|d| !d.is_null()).collect()
-}
+mod common;
+use common::{fixtures_dir, load_yaml, name, objects, sorted_dirs};
 
 fn num(v: &Value) -> f64 {
     v.as_f64().unwrap_or(f64::NAN)
@@ -21,10 +16,7 @@ fn num(v: &Value) -> f64 {
 
 fn check_case(reg: &wlmap_engine::Registry, dir: &Path, slug: &str) -> Vec<String> {
     let mut errs = Vec::new();
-    let objects: Vec<Object> = load_yaml(&dir.join("objects.yaml"))
-        .into_iter()
-        .map(Object::new)
-        .collect();
+    let objects: Vec<Object> = objects(dir);
     let expected = load_yaml(&dir.join("expected.yaml"))
         .into_iter()
         .next()
@@ -189,34 +181,14 @@ fn check_case(reg: &wlmap_engine::Registry, dir: &Path, slug: &str) -> Vec<Strin
 #[test]
 fn every_fixture_reads_as_expected() {
     let reg = wlmap_catalog::registry().expect("catalog compiles");
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
     let only = std::env::var("WLMAP_FIXTURE").ok();
     let mut failures = Vec::new();
     let mut cases = 0;
-    let mut slugs: Vec<_> = std::fs::read_dir(&root)
-        .expect("fixtures dir")
-        .filter_map(|e| e.ok())
-        .map(|e| e.path())
-        .collect();
-    slugs.sort();
-    for slug_dir in slugs {
-        let slug = slug_dir
-            .file_name()
-            .and_then(|n| n.to_str())
-            .unwrap_or_default()
-            .to_string();
-        let mut states: Vec<_> = std::fs::read_dir(&slug_dir)
-            .expect("slug dir")
-            .filter_map(|e| e.ok())
-            .map(|e| e.path())
-            .filter(|p| p.is_dir())
-            .collect();
-        states.sort();
+    for slug_dir in sorted_dirs(&fixtures_dir()) {
+        let slug = name(&slug_dir);
+        let states = sorted_dirs(&slug_dir);
         for dir in states {
-            let case = format!(
-                "{slug}/{}",
-                dir.file_name().and_then(|n| n.to_str()).unwrap_or_default()
-            );
+            let case = format!("{slug}/{}", name(&dir));
             if only.as_ref().is_some_and(|o| *o != case) {
                 continue;
             }
@@ -238,7 +210,7 @@ fn every_fixture_reads_as_expected() {
 
 #[test]
 fn every_catalog_definition_has_fixtures() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
+    let root = fixtures_dir();
     for (_, k) in wlmap_catalog::kartas().expect("catalog decodes") {
         let dir = root.join(k.name());
         let n = std::fs::read_dir(&dir).map(|d| d.count()).unwrap_or(0);

@@ -4,41 +4,16 @@
 
 use proptest::prelude::*;
 use serde_json::Value;
-use std::path::Path;
 use wlmap_engine::{Object, ObjectsProvider, PodUpdate, Target};
 
+mod common;
+use common::{fixtures_dir, name, objects, sorted_dirs};
+
 fn roots() -> Vec<(String, Vec<Object>)> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
-    let mut out = Vec::new();
-    let mut slugs: Vec<_> = std::fs::read_dir(&dir)
-        .expect("fixtures")
-        .filter_map(|e| e.ok())
-        .map(|e| e.path())
-        .collect();
-    slugs.sort();
-    for s in slugs {
-        let mut states: Vec<_> = std::fs::read_dir(&s)
-            .expect("slug")
-            .filter_map(|e| e.ok())
-            .map(|e| e.path())
-            .collect();
-        states.sort();
-        let text = std::fs::read_to_string(states[0].join("objects.yaml")).expect("objects");
-        let docs: Vec<Value> =
-            serde_saphyr::from_multiple_with_options(&text, wlmap_schema::yaml_options())
-                .expect("yaml");
-        out.push((
-            s.file_name()
-                .and_then(|n| n.to_str())
-                .unwrap_or_default()
-                .to_string(),
-            docs.into_iter()
-                .filter(Value::is_object)
-                .map(Object::new)
-                .collect(),
-        ));
-    }
-    out
+    sorted_dirs(&fixtures_dir())
+        .iter()
+        .map(|s| (name(s), objects(&sorted_dirs(s)[0])))
+        .collect()
 }
 
 /// Every JSON pointer whose value differs between two documents (leaves and added/removed keys).

@@ -1,0 +1,58 @@
+//! Reading the catalog fixtures, shared by the fixture runner, the update property test and the
+//! benches (`#[path]`-included there).
+#![allow(dead_code)] // each user needs a different subset
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+/// `crates/catalog/fixtures`.
+pub fn fixtures_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures")
+}
+
+/// The sub-directories of a directory, sorted.
+pub fn sorted_dirs(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| p.is_dir())
+        .collect();
+    v.sort();
+    v
+}
+
+/// The documents of a YAML file (null documents dropped).
+pub fn load_yaml(path: &Path) -> Vec<Value> {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let docs: Vec<Value> =
+        serde_saphyr::from_multiple_with_options(&text, wlmap_schema::yaml_options())
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    docs.into_iter().filter(|d| !d.is_null()).collect()
+}
+
+/// The objects of one fixture state directory.
+pub fn objects(state_dir: &Path) -> Vec<wlmap_engine::Object> {
+    load_yaml(&state_dir.join("objects.yaml"))
+        .into_iter()
+        .map(wlmap_engine::Object::new)
+        .collect()
+}
+
+/// The representative state of a kind: `running` when it has one, else its first state.
+pub fn representative(slug: &str) -> PathBuf {
+    let states = sorted_dirs(&fixtures_dir().join(slug));
+    states
+        .iter()
+        .find(|p| p.ends_with("running"))
+        .unwrap_or(&states[0])
+        .clone()
+}
+
+/// The name of a path's last component.
+pub fn name(p: &Path) -> String {
+    p.file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or_default()
+        .to_string()
+}
