@@ -6,7 +6,7 @@ pub enum Code {
     /// Success (documented; returned by `main` falling through).
     #[allow(dead_code)]
     Ok = 0,
-    /// Runtime error: cluster unreachable or forbidden, evaluation failed.
+    /// Runtime error: cluster unreachable or forbidden, a write conflict that persists.
     Runtime = 1,
     /// Usage error (clap also exits 2).
     Usage = 2,
@@ -14,7 +14,8 @@ pub enum Code {
     NotFound = 3,
     /// No definition for the kind.
     NoDefinition = 4,
-    /// Invalid input: malformed manifest, definition, snapshot or expression.
+    /// Invalid input: malformed manifest, definition, snapshot or expression, or an object
+    /// its definition cannot evaluate (wrong types, a budget exhausted).
     Invalid = 5,
 }
 
@@ -40,7 +41,11 @@ impl Failure {
 impl<E: Into<anyhow::Error>> From<E> for Failure {
     fn from(e: E) -> Self {
         let error: anyhow::Error = e.into();
-        let code = if error.downcast_ref::<wlmap_schema::Error>().is_some() {
+        let invalid_object = matches!(
+            error.downcast_ref::<wlmap_engine::Error>(),
+            Some(wlmap_engine::Error::Evaluation { .. } | wlmap_engine::Error::Shape { .. })
+        );
+        let code = if error.downcast_ref::<wlmap_schema::Error>().is_some() || invalid_object {
             Code::Invalid
         } else {
             Code::Runtime
@@ -71,3 +76,17 @@ pub fn usage(msg: impl std::fmt::Display) -> Failure {
 
 /// Result of a command.
 pub type Result<T = (), E = Failure> = std::result::Result<T, E>;
+
+/// The error chain on one line, `outer: cause: cause`, skipping a cause whose text the line
+/// already ends with (errors that print their source in their own message).
+pub fn one_line(error: &anyhow::Error) -> String {
+    let mut line = error.to_string();
+    for cause in error.chain().skip(1) {
+        let text = cause.to_string();
+        if !line.ends_with(&text) {
+            line.push_str(": ");
+            line.push_str(&text);
+        }
+    }
+    line
+}

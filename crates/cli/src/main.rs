@@ -153,7 +153,7 @@ fn main() {
         if verbose {
             eprintln!("wlmap: error: {:?}", f.error);
         } else {
-            eprintln!("wlmap: error: {:#}", f.error);
+            eprintln!("wlmap: error: {}", crate::exit::one_line(&f.error));
         }
         std::process::exit(f.code as i32);
     }

@@ -41,62 +41,7 @@ pub fn read_input(path: &Path) -> Result<String> {
 
 /// Parse YAML or JSON documents, flattening `List` objects; every document must be an object.
 pub fn parse_documents(text: &str, name: &str) -> Result<Vec<Value>> {
-    let trimmed = text.trim_start();
-    let docs: Vec<Value> = if trimmed.starts_with('{') || trimmed.starts_with('[') {
-        let mut out = Vec::new();
-        for v in serde_json::Deserializer::from_str(text).into_iter::<Value>() {
-            out.push(v.map_err(|e| invalid(format!("{name}:{}:{}: {e}", e.line(), e.column())))?);
-        }
-        out
-    } else {
-        serde_saphyr::from_multiple_with_options(text, wlmap_schema::yaml_options()).map_err(
-            |e| {
-                let loc = e
-                    .location()
-                    .map(|l| format!(":{}:{}", l.line(), l.column()))
-                    .unwrap_or_default();
-                let mut msg = e.to_string();
-                if let Some(i) = msg.find(" at line ") {
-                    msg.truncate(i);
-                }
-                invalid(format!("{name}{loc}: {msg}"))
-            },
-        )?
-    };
-    let mut out = Vec::new();
-    for (i, d) in docs.into_iter().enumerate() {
-        match d {
-            Value::Null => {}
-            Value::Array(items) => out.extend(items),
-            Value::Object(ref m)
-                if m.get("kind")
-                    .and_then(Value::as_str)
-                    .is_some_and(|k| k.ends_with("List"))
-                    && m.get("items").is_some() =>
-            {
-                if let Some(Value::Array(items)) = m.get("items") {
-                    out.extend(items.iter().cloned());
-                }
-            }
-            Value::Object(_) => out.push(d),
-            _ => {
-                return Err(invalid(format!(
-                    "{name}: document {} is not an object",
-                    i + 1
-                )));
-            }
-        }
-    }
-    if let Some(bad) = out
-        .iter()
-        .position(|v| !v.is_object() || v.get("kind").is_none())
-    {
-        return Err(invalid(format!(
-            "{name}: item {} is not a Kubernetes object (no kind)",
-            bad + 1
-        )));
-    }
-    Ok(out)
+    wlmap_schema::decode_objects(text, name).map_err(|e| invalid(e.to_string()))
 }
 
 impl ObjectSet {

@@ -679,3 +679,39 @@ fn yaml_alias_bombs_and_deep_nesting_are_refused_quickly() {
     assert_eq!(o.status.code(), Some(5), "{}", stderr(&o));
     assert!(!stderr(&o).contains("panicked"));
 }
+
+#[test]
+fn an_object_of_the_wrong_shape_exits_5_naming_definition_component_and_field() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let f = dir.path().join("bad.yaml");
+    // `replicatedJobs` must be a list (jobset api/v1alpha2/jobset_types.go); here a string.
+    std::fs::write(&f, "apiVersion: jobset.x-k8s.io/v1alpha2\nkind: JobSet\nmetadata: {name: bad, namespace: default, uid: u1}\nspec:\n  replicatedJobs: oops\n").expect("write");
+    let snap = f.to_str().expect("utf8");
+    let get = wlmap(&["--snapshot", snap, "get", "-A", "--all-types"]);
+    assert_eq!(get.status.code(), Some(5), "{}", stderr(&get));
+    let err = stderr(&get);
+    assert!(err.contains("JobSet/bad in default"), "{err}");
+    assert!(
+        err.contains("component replicatedjob, field instanceIdPath"),
+        "{err}"
+    );
+    let describe = wlmap(&[
+        "--snapshot",
+        snap,
+        "describe",
+        "jobset/bad",
+        "-n",
+        "default",
+    ]);
+    assert_eq!(describe.status.code(), Some(5), "{}", stderr(&describe));
+    let err = stderr(&describe);
+    assert!(
+        err.contains("definition jobset-x-k8s-io-jobset-v1alpha2"),
+        "{err}"
+    );
+    assert_eq!(
+        err.matches("cannot use \"oops\"").count(),
+        1,
+        "the cause is said once: {err}"
+    );
+}

@@ -33,7 +33,9 @@ pub use sandbox::Sandbox;
 use jaq_core::load::lex::{StrPart, Tok, Token};
 use jaq_core::load::{Arena, File, Loader};
 use jaq_core::{Compiler, Ctx, Vars};
-use sandbox::{Budget, FORBIDDEN_VARS, FORBIDDEN_WORDS, PRELUDE, REMOVED_NATIVES, RunData};
+use sandbox::{
+    Budget, FORBIDDEN_VARS, FORBIDDEN_WORDS, PRELUDE, REMOVED_NATIVES, RunData, guard_folds,
+};
 use std::ops::Range;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
@@ -52,6 +54,9 @@ pub struct Limits {
     pub max_outputs: usize,
     /// Wall-clock budget, checked while looping.
     pub timeout: Duration,
+    /// Longest string (bytes) or array/object (entries) that a loop may carry or an
+    /// expression may return. Kubernetes objects are at most 1.5 MB, so 4 MiB is generous.
+    pub max_len: usize,
 }
 
 impl Default for Limits {
@@ -60,6 +65,7 @@ impl Default for Limits {
             max_steps: 100_000,
             max_outputs: 10_000,
             timeout: Duration::from_secs(1),
+            max_len: 4 << 20,
         }
     }
 }
@@ -153,6 +159,8 @@ struct Program {
 /// ```
 pub struct Batch {
     texts: Vec<String>,
+    /// What is compiled: the text, with size-checked steps after fold updates.
+    code: Vec<String>,
     vars: Vec<String>,
     cell: Arc<OnceLock<Program>>,
 }
@@ -169,6 +177,7 @@ impl Batch {
     pub fn new(vars: &[&str]) -> Batch {
         Batch {
             texts: Vec::new(),
+            code: Vec::new(),
             vars: vars.iter().map(|v| v.to_string()).collect(),
             cell: Arc::new(OnceLock::new()),
         }
@@ -186,6 +195,8 @@ impl Batch {
         check_sandbox(text)?;
         let index = self.texts.len();
         self.texts.push(text.to_string());
+        self.code
+            .push(guard_folds(text).unwrap_or_else(|| text.to_string()));
         Ok(Expr {
             text: text.to_string(),
             program: self.cell.clone(),
@@ -211,7 +222,7 @@ impl Batch {
             return Ok(());
         }
         let mut code = String::new();
-        for (i, t) in self.texts.iter().enumerate() {
+        for (i, t) in self.code.iter().enumerate() {
             code.push_str(&format!("def __w{i}: {t}\n;\n"));
         }
         code.push_str(&dispatch(0, self.texts.len()));
@@ -288,7 +299,12 @@ impl Expr {
     /// ```
     pub fn compile_with_vars(text: &str, vars: &[&str]) -> Result<Expr, CompileError> {
         check_sandbox(text)?;
-        let filter = compile_filter(text, text, vars)?;
+        let filter = match guard_folds(text) {
+            // Errors point into the text as written.
+            Some(code) => compile_filter(&code, &code, vars)
+                .or_else(|e| compile_filter(text, text, vars).and(Err(e)))?,
+            None => compile_filter(text, text, vars)?,
+        };
         let cell = Arc::new(OnceLock::new());
         let _ = cell.set(Program { filter });
         Ok(Expr {
@@ -409,10 +425,35 @@ fn run_take(
     nvars: usize,
     take: usize,
 ) -> Result<Vec<Val>, EvalError> {
+    // A jaq builtin that panics (`"x" * 1e18` overflows a capacity) fails this evaluation,
+    // not the process.
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        run_unguarded(filter, input, vars, limits, nvars, take)
+    }))
+    .unwrap_or_else(|panic| {
+        let what = panic
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "a builtin panicked".into());
+        Err(EvalError::Runtime {
+            message: format!("evaluation failed: {what}"),
+        })
+    })
+}
+
+fn run_unguarded(
+    filter: &Filter,
+    input: &Val,
+    vars: &[Val],
+    limits: &Limits,
+    nvars: usize,
+    take: usize,
+) -> Result<Vec<Val>, EvalError> {
     let mut vals: Vec<Val> = vars.iter().take(nvars).cloned().collect();
     vals.resize(nvars, Val::Null);
     let deadline = Instant::now().checked_add(limits.timeout);
-    let budget = Budget::new(limits.max_steps, deadline);
+    let budget = Budget::new(limits.max_steps, deadline, limits.max_len);
     let data = RunData {
         lut: &filter.lut,
         budget: &budget,
@@ -427,6 +468,12 @@ fn run_take(
         }
         match r {
             Ok(v) => {
+                if !budget.fits(&v) {
+                    budget.exceed_size();
+                    return Err(EvalError::Budget {
+                        which: format!("size cap of {} bytes or entries", limits.max_len),
+                    });
+                }
                 if out.len() >= limits.max_outputs {
                     return Err(EvalError::Budget {
                         which: format!("output cap of {}", limits.max_outputs),

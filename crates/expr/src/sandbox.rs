@@ -51,16 +51,35 @@ pub(crate) const REMOVED_NATIVES: &[&str] = &[
 pub(crate) struct Budget {
     steps_left: Cell<u64>,
     deadline: Option<Instant>,
+    max_len: usize,
     exhausted: Cell<Option<&'static str>>,
 }
 
 impl Budget {
-    pub(crate) fn new(steps: u64, deadline: Option<Instant>) -> Self {
+    pub(crate) fn new(steps: u64, deadline: Option<Instant>, max_len: usize) -> Self {
         Budget {
             steps_left: Cell::new(steps),
             deadline,
+            max_len,
             exhausted: Cell::new(None),
         }
+    }
+
+    /// Spend one step on a value a loop carries: `Err` also when that value is longer than
+    /// the size cap (string doubling inside `reduce`, `until`, `repeat`...).
+    pub(crate) fn tick_with(&self, v: &Val) -> Result<(), &'static str> {
+        self.tick()?;
+        if !self.fits(v) {
+            self.exhausted.set(Some("size cap"));
+            return Err("size cap");
+        }
+        Ok(())
+    }
+
+    /// True when a value is within the size cap (shallow: the string's bytes or the number
+    /// of entries; anything deeper was built one loop step or one output at a time).
+    pub(crate) fn fits(&self, v: &Val) -> bool {
+        shallow_len(v) <= self.max_len
     }
 
     /// Spend one step; `Err` once the step budget or the deadline is exhausted.
@@ -79,6 +98,11 @@ impl Budget {
             return Err("time budget");
         }
         Ok(())
+    }
+
+    /// Record that the size cap was hit outside a loop (an output too long).
+    pub(crate) fn exceed_size(&self) {
+        self.exhausted.set(Some("size cap"));
     }
 
     /// Which budget ran out, if any.
@@ -138,7 +162,7 @@ pub(crate) fn natives() -> impl Iterator<Item = Fun<Sandbox>> {
             let r =
                 cv.0.data()
                     .budget
-                    .tick()
+                    .tick_with(&cv.1)
                     .map(|()| cv.1.clone())
                     .map_err(budget_error);
             Box::new(std::iter::once(r))
@@ -228,3 +252,82 @@ def range(to): range(0; to);
 def IN(s): any(s == .; .);
 def IN(src; s): any(src == s; .);
 "#;
+
+/// Bytes of a string, entries of an array or object, 0 for anything else.
+pub(crate) fn shallow_len(v: &Val) -> usize {
+    match v {
+        Val::TStr(b) | Val::BStr(b) => b.len(),
+        Val::Arr(a) => a.len(),
+        Val::Obj(o) => o.len(),
+        _ => 0,
+    }
+}
+
+/// Put a size-checked step (`| __tick`) after the update of every `reduce` and `foreach`, so
+/// that the accumulator cannot double without bound: the loop's source only ticks with its
+/// own values, never with the accumulator. `None` when the text has no fold (the common case:
+/// the text compiles as written). Positions before the first fold are unchanged, and compile
+/// errors are reported on the original text.
+pub(crate) fn guard_folds(text: &str) -> Option<String> {
+    use jaq_core::load::lex::{StrPart, Tok, Token};
+    let tokens = jaq_core::load::lex::Lexer::new(text).lex().ok()?;
+    fn walk<'a>(text: &'a str, toks: &[Token<&'a str>], ends: &mut Vec<(usize, usize)>) {
+        for (i, Token(s, tok)) in toks.iter().enumerate() {
+            match tok {
+                Tok::Word if *s == "reduce" || *s == "foreach" => {
+                    // The arguments are the first `(...)` block after the word `as`.
+                    let args = toks[i + 1..]
+                        .iter()
+                        .skip_while(|Token(w, t)| !(matches!(t, Tok::Word) && *w == "as"))
+                        .find_map(|Token(b, t)| match t {
+                            Tok::Block(inner) if b.starts_with('(') => Some(inner),
+                            _ => None,
+                        });
+                    if let Some(inner) = args {
+                        let semis: Vec<usize> = inner
+                            .iter()
+                            .filter(|Token(w, t)| matches!(t, Tok::Sym) && *w == ";")
+                            .map(|Token(w, _)| jaq_core::load::span(text, w).start)
+                            .collect();
+                        // The update runs from the first `;` to the second `;` (foreach with
+                        // an extractor) or to the closing `)`.
+                        let close = inner
+                            .last()
+                            .map(|Token(w, _)| jaq_core::load::span(text, w));
+                        if let (Some(&first), Some(close)) = (semis.first(), close) {
+                            let end = semis.get(1).copied().unwrap_or(close.start);
+                            if *s == "reduce" || semis.len() <= 2 {
+                                ends.push((first + 1, end));
+                            }
+                        }
+                    }
+                }
+                Tok::Block(inner) => walk(text, inner, ends),
+                Tok::Str(parts) => {
+                    for p in parts {
+                        if let StrPart::Term(t) = p {
+                            walk(text, std::slice::from_ref(t), ends);
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    let mut updates = Vec::new();
+    walk(text, &tokens, &mut updates);
+    if updates.is_empty() {
+        return None;
+    }
+    // Insert from the back so earlier positions stay valid.
+    let mut edits: Vec<(usize, &str)> = updates
+        .iter()
+        .flat_map(|&(start, end)| [(start, " ("), (end, ") | __tick ")])
+        .collect();
+    edits.sort_by_key(|e| std::cmp::Reverse(e.0));
+    let mut out = text.to_string();
+    for (at, what) in edits {
+        out.insert_str(at, what);
+    }
+    Some(out)
+}

@@ -191,3 +191,59 @@ fn expr_is_send_and_sync() {
     fn is<T: Send + Sync>() {}
     is::<Expr>();
 }
+
+#[test]
+fn growing_values_hit_the_size_cap() {
+    // String doubling and array doubling in every kind of loop: 2^40 bytes would be a terabyte;
+    // the cap stops each after ~22 doublings with a budget error.
+    for expr in [
+        r#"reduce range(40) as $i ("x"; . + .)"#,
+        r#"reduce (range(40) | [.]) as [$i] ("x"; . + .) | length"#,
+        r#"[foreach range(40) as $i ("x"; . + .)] | length"#,
+        r#"[foreach range(40) as $i ("x"; . + .; length)] | last"#,
+        r#""x" | until(length > 1e12; . + .)"#,
+        r#""x" | last(recurse(. + .))"#,
+        r#"[1] | until(false; . + .)"#,
+        r#"reduce range(40) as $i ([1]; . + .) | length"#,
+    ] {
+        match eval(expr, json!(null)) {
+            Err(EvalError::Budget { which }) => assert!(
+                which.contains("size cap") || which.contains("step budget"),
+                "{expr}: {which}"
+            ),
+            other => panic!("{expr}: {other:?}"),
+        }
+    }
+    // A long string built in one operation is refused when it is returned.
+    let r = eval(r#""x" * 5000000"#, json!(null));
+    assert!(
+        matches!(r, Err(EvalError::Budget { ref which }) if which.contains("size cap")),
+        "{r:?}"
+    );
+    // A repetition count past what memory can address is an error, not a crash.
+    let r = eval(r#""xy" * 9223372036854775807"#, json!(null));
+    assert!(matches!(r, Err(EvalError::Runtime { .. })), "{r:?}");
+}
+
+#[test]
+fn folds_keep_their_meaning_under_the_guard() {
+    assert_eq!(
+        eval("reduce .[] as $x (0; . + $x)", json!([1, 2, 3])).unwrap(),
+        vec![json!(6)]
+    );
+    assert_eq!(
+        eval(
+            "[foreach .[] as [$k, $v] (0; . + $v; [$k, .])]",
+            json!([["a", 1], ["b", 2]])
+        )
+        .unwrap(),
+        vec![json!([["a", 1], ["b", 3]])]
+    );
+    assert_eq!(
+        eval(r#""\(reduce .[] as $x (""; . + $x))!""#, json!(["a", "b"])).unwrap(),
+        vec![json!("ab!")]
+    );
+    // Errors still point into the text as written.
+    let e = Expr::compile("reduce .[] as $x (0; . +)").unwrap_err();
+    assert_eq!(e.source_text, "reduce .[] as $x (0; . +)");
+}

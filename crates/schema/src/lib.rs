@@ -32,6 +32,7 @@ mod crd;
 mod decode;
 mod error;
 mod location;
+mod objects;
 mod types;
 mod validate;
 
@@ -39,5 +40,6 @@ pub use crd::karta_crd;
 pub use decode::{decode, decode_one, options as yaml_options};
 pub use error::{Error, Result};
 pub use location::{Location, Source};
+pub use objects::decode_objects;
 pub use types::*;
 pub use validate::{FieldRef, Finding, Severity, validate};

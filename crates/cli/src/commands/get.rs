@@ -245,7 +245,7 @@ pub fn run(ctx: &Context, a: &GetArgs) -> Result {
     }
     if failed > 0 {
         return Err(crate::exit::Failure::new(
-            crate::exit::Code::Runtime,
+            crate::exit::Code::Invalid,
             anyhow::anyhow!("{failed} workload(s) could not be evaluated"),
         ));
     }

@@ -1,0 +1,34 @@
+//! Definition text → strict decode → structural validation → compile of every expression.
+#![no_main]
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let Ok(kartas) = wlmap_schema::decode(text, "fuzz.yaml") else {
+        return;
+    };
+    let source = wlmap_schema::Source {
+        file: "fuzz.yaml",
+        text,
+    };
+    for k in kartas {
+        let _ = wlmap_schema::validate(&k);
+        let _ = wlmap_engine::Definition::check(&k, Some(&source));
+        if let Ok(mut d) = wlmap_engine::Definition::compile(k, wlmap_engine::Origin::File) {
+            d.set_limits(wlmap_fuzz::limits());
+            // A definition that compiles is exercised on an empty object of its own kind.
+            let gvk = d.root_gvk();
+            let api = if gvk.group.is_empty() {
+                gvk.version.clone()
+            } else {
+                format!("{}/{}", gvk.group, gvk.version)
+            };
+            let root = wlmap_engine::Object::new(serde_json::json!({
+                "apiVersion": api, "kind": gvk.kind,
+                "metadata": {"name": "w", "namespace": "ns", "uid": "u"}}));
+            wlmap_fuzz::exercise(&d, root, &[]);
+        }
+    }
+});

@@ -1,0 +1,36 @@
+//! Arbitrary objects through each catalog definition: the first byte picks the definition,
+//! the rest is a snapshot (YAML or JSON); the first object becomes the workload (its
+//! apiVersion and kind forced to the definition's), the others are its children and pods.
+#![no_main]
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    let Some((&pick, rest)) = data.split_first() else {
+        return;
+    };
+    let defs = wlmap_fuzz::catalog();
+    let def = &defs[pick as usize % defs.len()];
+    let Ok(text) = std::str::from_utf8(rest) else {
+        return;
+    };
+    let Ok(mut docs) = wlmap_schema::decode_objects(text, "fuzz.yaml") else {
+        return;
+    };
+    if docs.is_empty() {
+        return;
+    }
+    let mut root = docs.remove(0);
+    let gvk = def.root_gvk();
+    if let Some(m) = root.as_object_mut() {
+        let api = if gvk.group.is_empty() {
+            gvk.version.clone()
+        } else {
+            format!("{}/{}", gvk.group, gvk.version)
+        };
+        m.insert("apiVersion".into(), api.into());
+        m.insert("kind".into(), gvk.kind.clone().into());
+    }
+    let others: Vec<wlmap_engine::Object> =
+        docs.into_iter().map(wlmap_engine::Object::new).collect();
+    wlmap_fuzz::exercise(def, wlmap_engine::Object::new(root), &others);
+});
