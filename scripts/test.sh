@@ -17,7 +17,7 @@ cargo test --workspace --locked 2>&1 | tee -a "$log"
 if [ "${WLMAP_SKIP_E2E:-0}" != "1" ] && command -v go >/dev/null 2>&1 && [ -x testbed/with-testbed.sh ]; then
   echo "== end-to-end tests against a real kube-apiserver (testbed/)"
   cargo build -p wlmap-cli --locked
-  testbed/with-testbed.sh cargo test -p wlmap-e2e --locked --test e2e -- --include-ignored --test-threads=1 2>&1 | tee -a "$log"
+  testbed/with-testbed.sh cargo test -p wlmap-e2e --locked --test e2e --test faults -- --include-ignored --test-threads=1 2>&1 | tee -a "$log"
 else
   echo "== end-to-end tests skipped (need Go and testbed/; WLMAP_SKIP_E2E=${WLMAP_SKIP_E2E:-0})"
 fi

@@ -262,6 +262,17 @@ until [ "$("${KC[@]}" get --raw=/readyz 2>/dev/null)" = ok ]; do
   sleep 0.3
 done
 log "kube-apiserver ready at $SERVER"
+# restart-apiserver.sh relaunches the apiserver with the same command line (fault tests).
+cp "/proc/$(cat "$DIR/pids/kube-apiserver.pid")/cmdline" "$DIR/kube-apiserver.cmdline"
+# The fault-injecting proxy (fault tests): stdlib only, outside cmd/ so that it never
+# invalidates the cached Kubernetes binaries.
+if (cd "$HERE" && GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS=-mod=readonly \
+      go build -o "$DIR/faultproxy" ./faultproxy) >"$DIR/logs/faultproxy-build.log" 2>&1; then
+  FAULTPROXY="$DIR/faultproxy"
+else
+  log "warning: faultproxy did not build (see $DIR/logs/faultproxy-build.log); fault tests will skip"
+  FAULTPROXY=
+fi
 
 # ---------------------------------------------------------------- namespace + RBAC
 "${KC[@]}" apply -f - >"$DIR/logs/setup.log" 2>&1 <<EOF
@@ -336,6 +347,9 @@ WLMAP_TESTBED_SERVER=$SERVER
 WLMAP_TESTBED_KUBECONFIG=$KUBECONFIG_ADMIN
 WLMAP_TESTBED_RESTRICTED_KUBECONFIG=$KUBECONFIG_RESTRICTED
 WLMAP_TESTBED_CA_FILE=$PKI/ca.crt
+WLMAP_TESTBED_PKI=$PKI
+WLMAP_TESTBED_FAULTPROXY=$FAULTPROXY
+WLMAP_TESTBED_RESTART_APISERVER=$HERE/restart-apiserver.sh
 WLMAP_TESTBED_NAMESPACE=$NAMESPACE
 WLMAP_TESTBED_ADMIN_USER=$ADMIN_USER
 WLMAP_TESTBED_RESTRICTED_USER=$RESTRICTED_USER

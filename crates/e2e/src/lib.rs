@@ -238,3 +238,124 @@ pub fn json(o: &Output) -> Value {
     serde_json::from_slice(&o.stdout)
         .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&o.stdout)))
 }
+
+/// The testbed's fault-injecting proxy (`testbed/faultproxy`) in front of its API server, with
+/// a kubeconfig that reaches the server through it (authenticated by a token that the proxy
+/// drops: the token exists to prove it never appears in wlmap's output).
+pub struct FaultProxy {
+    child: std::process::Child,
+    /// Kubeconfig pointing at the proxy.
+    pub kubeconfig: String,
+    /// The token in that kubeconfig.
+    pub token: String,
+    kubectl: String,
+    _dir: tempfile::TempDir,
+}
+
+impl FaultProxy {
+    /// Start the proxy; `None` when the testbed could not build it.
+    pub fn start(tb: &Testbed) -> Option<FaultProxy> {
+        use std::io::BufRead;
+        let bin = std::env::var("WLMAP_TESTBED_FAULTPROXY")
+            .ok()
+            .filter(|b| !b.is_empty())?;
+        let pki = PathBuf::from(std::env::var("WLMAP_TESTBED_PKI").expect("WLMAP_TESTBED_PKI"));
+        let p = |f: &str| pki.join(f).display().to_string();
+        let mut child = Command::new(&bin)
+            .args(["-upstream", &tb.server, "-ca", &p("ca.crt")])
+            .args(["-cert", &p("admin.crt"), "-key", &p("admin.key")])
+            .args([
+                "-serve-cert",
+                &p("apiserver.crt"),
+                "-serve-key",
+                &p("apiserver.key"),
+            ])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("{bin}: {e}"));
+        let mut url = String::new();
+        std::io::BufReader::new(child.stdout.take().expect("stdout"))
+            .read_line(&mut url)
+            .expect("proxy address");
+        let dir = tempfile::tempdir().expect("tmp");
+        let kubeconfig = dir.path().join("proxy.kubeconfig");
+        let token = "e2e-secret-token-never-printed".to_string();
+        std::fs::write(
+            &kubeconfig,
+            format!(
+                "apiVersion: v1\nkind: Config\nclusters:\n- name: proxy\n  cluster:\n    server: {}\n    certificate-authority: {}\nusers:\n- name: u\n  user:\n    token: {token}\ncontexts:\n- name: proxy\n  context: {{cluster: proxy, user: u}}\ncurrent-context: proxy\n",
+                url.trim(),
+                p("ca.crt")
+            ),
+        )
+        .expect("write kubeconfig");
+        Some(FaultProxy {
+            child,
+            kubeconfig: kubeconfig.display().to_string(),
+            token,
+            kubectl: tb.kubectl.clone(),
+            _dir: dir,
+        })
+    }
+
+    fn control(&self, path: &str) -> String {
+        let o = run(
+            &self.kubectl,
+            &["--kubeconfig", &self.kubeconfig, "get", "--raw", path],
+            None,
+        );
+        assert!(
+            o.status.success(),
+            "{path}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    }
+
+    /// Arm a fault: `kind` is `429`, `503`, `410`, `delay` or `drop`; `count` < 0 means every
+    /// request; `on_continue` limits it to LIST pages that carry a continue token.
+    pub fn arm(&self, kind: &str, count: i32, on_continue: bool, ms: u64) {
+        let on = if on_continue { "&on=continue" } else { "" };
+        self.control(&format!("/__fault?kind={kind}&count={count}&ms={ms}{on}"));
+    }
+
+    /// Clear faults and the request log.
+    pub fn reset(&self) {
+        self.control("/__reset");
+    }
+
+    /// The requests seen since the last reset: `METHOD URI -> STATUS`.
+    pub fn log(&self) -> Vec<String> {
+        self.control("/__log").lines().map(str::to_string).collect()
+    }
+
+    /// Run wlmap through the proxy.
+    pub fn wlmap(&self, args: &[&str]) -> Output {
+        run(
+            &wlmap_bin(),
+            &[&["--kubeconfig", &self.kubeconfig], args].concat(),
+            None,
+        )
+    }
+
+    /// Start wlmap through the proxy without waiting.
+    pub fn spawn_wlmap(&self, args: &[&str]) -> std::process::Child {
+        Command::new(wlmap_bin())
+            .args(["--kubeconfig", &self.kubeconfig])
+            .args(args)
+            .env("NO_COLOR", "1")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn wlmap")
+    }
+}
+
+impl Drop for FaultProxy {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

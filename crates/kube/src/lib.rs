@@ -126,7 +126,11 @@ pub struct Cluster {
     timeout: Duration,
     page_size: u32,
     requests: Cell<u64>,
-    /// Retries per request on 429/5xx/timeouts.
+    /// The server has answered at least once: a refused connection after that is a server
+    /// restarting (retried), before it a wrong address (reported at once).
+    answered: Cell<bool>,
+    /// Retries per request on 429/5xx/timeouts (and refused connections once the server has
+    /// answered), with exponential backoff: 0.4, 0.8, 1.6, 3.2, 6.4 s.
     pub max_retries: u32,
 }
 
@@ -159,6 +163,9 @@ impl Cluster {
         })?;
         config.connect_timeout = Some(timeout.min(Duration::from_secs(10)));
         config.read_timeout = Some(timeout);
+        // One retry policy, ours (`with_retries`): kube's own layer would retry 429/503 inside
+        // each of our attempts, multiplying the bound and hiding the attempts from the error.
+        config.default_retry = false;
         let server = config.cluster_url.to_string();
         let default_namespace = config.default_namespace.clone();
         // The client's buffer layer spawns onto the current runtime.
@@ -175,7 +182,8 @@ impl Cluster {
             timeout,
             page_size: opts.page_size.unwrap_or(500),
             requests: Cell::new(0),
-            max_retries: 4,
+            answered: Cell::new(false),
+            max_retries: 5,
         })
     }
 
@@ -230,30 +238,50 @@ impl Cluster {
     }
 
     fn send(&self, req: http::Request<Vec<u8>>, what: &str) -> Result<Value> {
-        let mut attempt = 0;
-        loop {
+        self.with_retries(|| {
             self.requests.set(self.requests.get() + 1);
             let r = self.rt.block_on(async {
                 tokio::time::timeout(self.timeout, self.client.request::<Value>(clone_req(&req)))
                     .await
             });
-            let err = match r {
-                Ok(Ok(v)) => return Ok(v),
-                Ok(Err(e)) => self.classify(e, what),
-                Err(_) => Error::Unreachable {
+            match r {
+                Ok(Ok(v)) => Ok(v),
+                Ok(Err(e)) => Err(self.classify(e, what)),
+                Err(_) => Err(Error::Unreachable {
                     server: self.server.clone(),
                     message: format!("{what}: no answer within {:?}", self.timeout),
-                },
+                }),
+            }
+        })
+    }
+
+    /// Run one request with the retry policy: throttling (429), server errors (5xx), timeouts
+    /// and dropped connections are retried with exponential backoff up to `max_retries` times;
+    /// a refused connection only once the server has answered (it is restarting). Anything
+    /// else, or the last failure, is returned, saying how many attempts were made.
+    fn with_retries<T>(&self, mut once: impl FnMut() -> Result<T>) -> Result<T> {
+        let mut attempt = 0;
+        loop {
+            let err = match once() {
+                Ok(v) => {
+                    self.answered.set(true);
+                    return Ok(v);
+                }
+                Err(e) => e,
             };
             let retriable = match &err {
                 Error::Api { code, .. } => *code == 429 || *code >= 500,
                 Error::Unreachable { message, .. } => {
-                    !message.contains("refused") && !message.contains("dns")
+                    !message.contains("dns")
+                        && (!message.contains("refused") || self.answered.get())
                 }
                 _ => false,
             };
+            if !matches!(err, Error::Unreachable { .. }) {
+                self.answered.set(true);
+            }
             if !retriable || attempt >= self.max_retries {
-                return Err(err);
+                return Err(gave_up(err, attempt + 1));
             }
             attempt += 1;
             std::thread::sleep(Duration::from_millis(200 * (1 << attempt.min(5))));
@@ -264,24 +292,24 @@ impl Cluster {
         if self.discovery.borrow().is_some() {
             return Ok(());
         }
-        self.requests.set(self.requests.get() + 2);
-        let d = self.rt.block_on(async {
-            tokio::time::timeout(
-                self.timeout * 2,
-                Discovery::new(self.client.clone()).run_aggregated(),
-            )
-            .await
-        });
-        let d = match d {
-            Ok(Ok(d)) => d,
-            Ok(Err(e)) => return Err(self.classify(e, "API discovery")),
-            Err(_) => {
-                return Err(Error::Unreachable {
+        let d = self.with_retries(|| {
+            self.requests.set(self.requests.get() + 2);
+            let d = self.rt.block_on(async {
+                tokio::time::timeout(
+                    self.timeout * 2,
+                    Discovery::new(self.client.clone()).run_aggregated(),
+                )
+                .await
+            });
+            match d {
+                Ok(Ok(d)) => Ok(d),
+                Ok(Err(e)) => Err(self.classify(e, "API discovery")),
+                Err(_) => Err(Error::Unreachable {
                     server: self.server.clone(),
                     message: "API discovery timed out".into(),
-                });
+                }),
             }
-        };
+        })?;
         *self.discovery.borrow_mut() = Some(d);
         Ok(())
     }
@@ -482,4 +510,23 @@ fn root_cause(e: &dyn std::error::Error) -> String {
         src = s.source();
     }
     msg
+}
+
+/// Say how many attempts were made when a request failed after retries.
+fn gave_up(err: Error, attempts: u32) -> Error {
+    if attempts <= 1 {
+        return err;
+    }
+    let note = format!(" (gave up after {attempts} attempts)");
+    match err {
+        Error::Api { code, message } => Error::Api {
+            code,
+            message: message + &note,
+        },
+        Error::Unreachable { server, message } => Error::Unreachable {
+            server,
+            message: message + &note,
+        },
+        other => other,
+    }
 }
