@@ -149,10 +149,9 @@ pub fn attribute_indexed<'a>(
             .filter(|(u, _)| *u != root_uid)
             .filter_map(|(_, o)| o.map(|o| o.kind()))
             .collect();
-        let mut info = PodInfo::from_pod(pod, &gpu);
-        match place(def, &mut w.root, pod, &owner_kinds, &vars, &mut info)? {
-            true => {}
-            false => w.unattributed.push(info),
+        let info = PodInfo::from_pod(pod, &gpu);
+        if let Some(info) = place(def, &mut w.root, pod, &owner_kinds, &vars, info)? {
+            w.unattributed.push(info);
         }
     }
     Ok(())
@@ -216,8 +215,8 @@ fn place(
     pod: &Object,
     owner_kinds: &[&str],
     vars: &[Val],
-    info: &mut PodInfo,
-) -> Result<bool> {
+    mut info: PodInfo,
+) -> Result<Option<PodInfo>> {
     let bearing: Vec<usize> = (0..def.components.len())
         .filter(|&i| def.components[i].spec.is_some())
         .collect();
@@ -232,7 +231,7 @@ fn place(
         }
     }
     let Some(ci) = explicit.or(fallback) else {
-        return Ok(false);
+        return Ok(Some(info));
     };
     // Components from the root down to ci.
     let mut chain = vec![ci];
@@ -244,7 +243,7 @@ fn place(
     }
     chain.reverse();
     if chain.first() != Some(&0) {
-        return Ok(false);
+        return Ok(Some(info));
     }
     // Keys the pod carries for every component on the way.
     let mut keys = Vec::new();
@@ -279,9 +278,10 @@ fn place(
         });
         match pos {
             Some(i) => node = &mut node.children[i],
-            None => return Ok(false),
+            None => return Ok(Some(info)),
         }
     }
-    node.pods.push(info.clone());
-    Ok(true)
+    // Placed: the pod is moved into the tree (returned only when nothing claims it).
+    node.pods.push(info);
+    Ok(None)
 }

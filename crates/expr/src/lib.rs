@@ -24,6 +24,7 @@
 //! ```
 
 mod convert;
+mod plain;
 mod sandbox;
 
 pub use convert::{from_val, to_jq_string, to_val};
@@ -134,6 +135,8 @@ pub struct Expr {
     index: Option<usize>,
     vars: Vec<String>,
     paths: OnceLock<Result<Filter, CompileError>>,
+    /// Set when the text is a plain path: evaluated by walking the value, not by jaq.
+    plain: Option<Vec<plain::Step>>,
 }
 
 /// Compiled code shared by the expressions of one batch.
@@ -203,6 +206,7 @@ impl Batch {
             index: Some(index),
             vars: self.vars.clone(),
             paths: OnceLock::new(),
+            plain: plain::parse(text),
         })
     }
 
@@ -313,6 +317,7 @@ impl Expr {
             index: None,
             vars: vars.iter().map(|v| v.to_string()).collect(),
             paths: OnceLock::new(),
+            plain: plain::parse(text),
         })
     }
 
@@ -366,6 +371,21 @@ impl Expr {
                 message: "expression batch was not compiled".into(),
             });
         };
+        if let Some(steps) = &self.plain {
+            let out = plain::eval(steps, input, take.min(limits.max_outputs.saturating_add(1)))
+                .map_err(|message| EvalError::Runtime { message })?;
+            if out.len() > limits.max_outputs {
+                return Err(EvalError::Budget {
+                    which: format!("output cap of {}", limits.max_outputs),
+                });
+            }
+            if out.iter().any(|v| sandbox::shallow_len(v) > limits.max_len) {
+                return Err(EvalError::Budget {
+                    which: format!("size cap of {} bytes or entries", limits.max_len),
+                });
+            }
+            return Ok(out);
+        }
         match self.index {
             None => run_take(&p.filter, input, vars, limits, self.vars.len(), take),
             Some(i) => {

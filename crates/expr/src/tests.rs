@@ -247,3 +247,110 @@ fn folds_keep_their_meaning_under_the_guard() {
     let e = Expr::compile("reduce .[] as $x (0; . +)").unwrap_err();
     assert_eq!(e.source_text, "reduce .[] as $x (0; . +)");
 }
+
+mod plain_paths {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn step() -> impl Strategy<Value = String> {
+        let base = prop_oneof![
+            Just(".a".to_string()),
+            Just(".b".to_string()),
+            Just("[\"a.b\"]".to_string()),
+            Just("[0]".to_string()),
+            Just("[2]".to_string()),
+            Just("[]".to_string()),
+        ];
+        (base, any::<bool>()).prop_map(|(s, opt)| if opt { format!("{s}?") } else { s })
+    }
+
+    fn path() -> impl Strategy<Value = String> {
+        proptest::collection::vec(step(), 0..5).prop_map(|steps| {
+            let mut t = String::from(".");
+            for (i, s) in steps.iter().enumerate() {
+                // `.` then `a` (not `..a`) for the first step
+                if i == 0 && s.starts_with('.') {
+                    t.push_str(&s[1..]);
+                } else {
+                    t.push_str(s);
+                }
+            }
+            t
+        })
+    }
+
+    fn value() -> impl Strategy<Value = serde_json::Value> {
+        let leaf = prop_oneof![
+            Just(json!(null)),
+            Just(json!(true)),
+            any::<i8>().prop_map(|n| json!(n)),
+            "[a-z]{0,3}".prop_map(|s| json!(s)),
+        ];
+        leaf.prop_recursive(3, 24, 4, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..4).prop_map(serde_json::Value::from),
+                proptest::collection::btree_map(
+                    prop_oneof![
+                        Just("a".to_string()),
+                        Just("b".to_string()),
+                        Just("a.b".to_string())
+                    ],
+                    inner,
+                    0..3
+                )
+                .prop_map(|m| serde_json::Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(1000))]
+        #[test]
+        fn plain_paths_answer_like_jaq(p in path(), v in value()) {
+            let fast = Expr::compile(&p).unwrap();
+            prop_assert!(fast.plain.is_some(), "{p} should be a plain path");
+            let slow = Expr::compile(&format!("({p})")).unwrap();
+            prop_assert!(slow.plain.is_none());
+            let input = to_val(&v);
+            let l = Limits::default();
+            let a = fast.eval(&input, &[], &l).map(|o| o.iter().map(from_val).collect::<Vec<_>>());
+            let b = slow.eval(&input, &[], &l).map(|o| o.iter().map(from_val).collect::<Vec<_>>());
+            prop_assert_eq!(&a, &b, "{} on {}", p, v); // outputs and error messages alike
+            let a1 = fast.first(&input, &[], &l).map(|o| o.map(|v| from_val(&v)));
+            let b1 = slow.first(&input, &[], &l).map(|o| o.map(|v| from_val(&v)));
+            prop_assert_eq!(a1.is_ok(), b1.is_ok(), "first: {} on {}", p, v);
+            if let (Ok(a1), Ok(b1)) = (a1, b1) {
+                prop_assert_eq!(a1, b1);
+            }
+        }
+    }
+
+    #[test]
+    fn what_is_and_is_not_a_plain_path() {
+        for p in [
+            ".",
+            ".a",
+            ".status.conditions",
+            r#".metadata.labels["app.kubernetes.io/name"]"#,
+            ".spec.items[]?",
+            ".a[0].b?",
+        ] {
+            assert!(crate::plain::parse(p).is_some(), "{p}");
+        }
+        for p in [
+            ".a | .b",
+            ".a // 1",
+            "..",
+            ".a.",
+            r#".a["x\"y"]"#,
+            ".and",
+            ".a[-1]",
+            ".a.[\"b\"]",
+            "$x.a",
+            ".a b",
+            r#".["a"]"#.replace('"', "'").as_str(),
+        ] {
+            assert!(crate::plain::parse(p).is_none(), "{p}");
+        }
+    }
+}

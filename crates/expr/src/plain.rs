@@ -1,0 +1,139 @@
+//! Plain paths (`.status.phase`, `.metadata.labels["app.kubernetes.io/name"]`, `.spec.items[]?`)
+//! evaluated by walking the value, without the jq interpreter: most expressions in definitions
+//! are of this form, and a walk costs a few map lookups where an interpreted run costs a
+//! context, a budget and boxed iterators. Anything else returns `None` from [`parse`] and runs
+//! in jaq. The answers are the same as jaq's, errors included (a property test checks).
+
+use jaq_json::Val;
+
+/// One step of a plain path; `bool` = followed by `?` (errors of this step yield nothing).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Step {
+    Key(String, bool),
+    Index(usize, bool),
+    Iter(bool),
+}
+
+const KEYWORDS: &[&str] = &[
+    "and", "or", "not", "if", "then", "elif", "else", "end", "as", "def", "reduce", "foreach",
+    "try", "catch", "label", "import", "include", "__loc__",
+];
+
+/// The steps of a plain path, or `None` when the text is anything else.
+pub(crate) fn parse(text: &str) -> Option<Vec<Step>> {
+    let s = text.trim();
+    let b = s.as_bytes();
+    if b.first() != Some(&b'.') {
+        return None;
+    }
+    let mut steps = Vec::new();
+    let mut i = 1;
+    let mut need_dot = false; // after a step, the next one starts with `.` or `[`
+    while i < b.len() {
+        let c = b[i];
+        if c == b'.' && need_dot {
+            i += 1;
+            if i >= b.len() || b[i] == b'[' {
+                return None; // `.a.` or `.a.["b"]`: leave to jaq
+            }
+        }
+        let c = b[i];
+        let step = if c == b'[' {
+            let close = s[i..].find(']')? + i;
+            let inner = &s[i + 1..close];
+            i = close + 1;
+            if inner.is_empty() {
+                Step::Iter(false)
+            } else if let Some(key) = inner.strip_prefix('"').and_then(|r| r.strip_suffix('"')) {
+                if key.contains(['"', '\\']) {
+                    return None;
+                }
+                Step::Key(key.to_string(), false)
+            } else if inner.bytes().all(|d| d.is_ascii_digit()) && inner.len() < 9 {
+                Step::Index(inner.parse().ok()?, false)
+            } else {
+                return None;
+            }
+        } else if c.is_ascii_alphabetic() || c == b'_' {
+            let end = s[i..]
+                .find(|ch: char| !(ch.is_ascii_alphanumeric() || ch == '_'))
+                .map_or(s.len(), |e| e + i);
+            let ident = &s[i..end];
+            if KEYWORDS.contains(&ident) {
+                return None;
+            }
+            i = end;
+            Step::Key(ident.to_string(), false)
+        } else {
+            return None;
+        };
+        let mut step = step;
+        if b.get(i) == Some(&b'?') {
+            i += 1;
+            match &mut step {
+                Step::Key(_, o) | Step::Index(_, o) | Step::Iter(o) => *o = true,
+            }
+        }
+        steps.push(step);
+        need_dot = true;
+        if i < b.len() && b[i] != b'.' && b[i] != b'[' {
+            return None;
+        }
+    }
+    Some(steps)
+}
+
+fn shown(v: &Val) -> String {
+    crate::from_val(v).to_string()
+}
+
+/// Walk the steps depth first, like jq: outputs in jq's order, and an error only if it comes
+/// before `take` outputs.
+pub(crate) fn eval(steps: &[Step], input: &Val, take: usize) -> Result<Vec<Val>, String> {
+    let mut out = Vec::new();
+    walk(steps, input, take, &mut out)?;
+    Ok(out)
+}
+
+fn walk(steps: &[Step], v: &Val, take: usize, out: &mut Vec<Val>) -> Result<(), String> {
+    if out.len() >= take {
+        return Ok(());
+    }
+    let Some((step, rest)) = steps.split_first() else {
+        out.push(v.clone());
+        return Ok(());
+    };
+    match (step, v) {
+        (Step::Key(_, _) | Step::Index(_, _), Val::Null) => walk(rest, &Val::Null, take, out),
+        (Step::Key(k, _), Val::Obj(m)) => match m.get(&Val::from(k.clone())) {
+            Some(c) => walk(rest, c, take, out),
+            None => walk(rest, &Val::Null, take, out),
+        },
+        // jaq: an object indexed by a number has no such key.
+        (Step::Index(_, _), Val::Obj(_)) => walk(rest, &Val::Null, take, out),
+        (Step::Index(n, _), Val::Arr(a)) => match a.get(*n) {
+            Some(c) => walk(rest, c, take, out),
+            None => walk(rest, &Val::Null, take, out),
+        },
+        (Step::Iter(_), Val::Arr(a)) => {
+            for c in a.iter() {
+                walk(rest, c, take, out)?;
+            }
+            Ok(())
+        }
+        (Step::Iter(_), Val::Obj(m)) => {
+            for c in m.values() {
+                walk(rest, c, take, out)?;
+            }
+            Ok(())
+        }
+        (Step::Key(_, true) | Step::Index(_, true) | Step::Iter(true), _) => Ok(()),
+        // jaq's messages, word for word.
+        (Step::Key(k, false), _) => Err(format!("cannot index {} with \"{k}\"", shown(v))),
+        (Step::Index(n, false), _) => Err(format!("cannot index {} with {n}", shown(v))),
+        (Step::Iter(false), _) => Err(format!(
+            "cannot use {} as iterable (array or object)",
+            shown(v)
+        )),
+    }
+}
