@@ -118,8 +118,16 @@ fn main() {
     };
     let text = std::fs::read_to_string(def_path).expect("definition");
     let objects = load(Path::new(state));
-    let karta = wlmap_schema::decode_one(&text, def_path).expect("decodes");
-    let def = Definition::compile(karta, Origin::File).expect("compiles");
+    let def = match wlmap_schema::decode_one(&text, def_path)
+        .map_err(|e| e.to_string())
+        .and_then(|k| Definition::compile(k, Origin::File).map_err(|e| e.to_string()))
+    {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("{kind}: {e}");
+            std::process::exit(1);
+        }
+    };
     let gvk = def.root_gvk();
     let Some(root) = objects
         .iter()

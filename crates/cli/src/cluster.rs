@@ -163,6 +163,7 @@ impl Connection {
                 .map(|d| d.child_kinds())
                 .unwrap_or_default()
                 .into_iter()
+                .filter(|g| !(g.group.is_empty() && g.kind == "Secret"))
                 .chain([GroupVersionKind::new("", "v1", "Pod")])
             {
                 if let Some(k) = self.kind(&child)?
@@ -186,7 +187,7 @@ impl Connection {
         for r in &roots {
             want.insert(r.clone());
             if let Some(d) = reg.for_kind(r) {
-                want.extend(d.child_kinds());
+                want.extend(d.child_kinds().into_iter().filter(may_own_pods));
             }
         }
         want.insert(GroupVersionKind::new("", "v1", "Pod"));
@@ -205,6 +206,32 @@ impl Connection {
         self.list_into(&mut set, &kinds, ns)?;
         Ok(set)
     }
+}
+
+/// Kinds that definitions list as children (for RBAC and owner walks) but that never own pods:
+/// a cluster-wide view has no use for them, and listing Secrets would read every secret in
+/// the cluster. (`describe` of one workload still lists its namespace's children, Secrets
+/// excepted, to show them.)
+const NEVER_OWN_PODS: &[(&str, &str)] = &[
+    ("", "Secret"),
+    ("", "ConfigMap"),
+    ("", "Service"),
+    ("", "Endpoints"),
+    ("", "PersistentVolumeClaim"),
+    ("", "ServiceAccount"),
+    ("autoscaling", "HorizontalPodAutoscaler"),
+    ("policy", "PodDisruptionBudget"),
+    ("networking.k8s.io", "Ingress"),
+    ("networking.k8s.io", "NetworkPolicy"),
+    ("discovery.k8s.io", "EndpointSlice"),
+    ("rbac.authorization.k8s.io", "Role"),
+    ("rbac.authorization.k8s.io", "RoleBinding"),
+];
+
+fn may_own_pods(g: &GroupVersionKind) -> bool {
+    !NEVER_OWN_PODS
+        .iter()
+        .any(|(group, kind)| g.group == *group && g.kind == *kind)
 }
 
 fn single(reg: &Registry, args: &[String]) -> Result<(GroupVersionKind, String)> {

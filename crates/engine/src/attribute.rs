@@ -177,13 +177,7 @@ fn claims(
             let mut ok = true;
             if let Some(e) = &c.type_key {
                 let v = def
-                    .eval(
-                        e,
-                        &pod.val(),
-                        vars,
-                        &c.def.name,
-                        "componentTypeSelector.keyPath",
-                    )?
+                    .eval_obj(e, pod, vars, &c.def.name, "componentTypeSelector.keyPath")?
                     .into_iter()
                     .next();
                 ok &= match (&t.value, v) {
@@ -252,7 +246,7 @@ fn place(
         let first = |e: &Option<wlmap_expr::Expr>, field: &str| -> Result<Option<String>> {
             match e {
                 Some(e) => Ok(def
-                    .eval(e, &pod.val(), vars, &c.def.name, field)?
+                    .eval_obj(e, pod, vars, &c.def.name, field)?
                     .into_iter()
                     .find(|v| !matches!(v, Val::Null))
                     .map(|v| to_jq_string(&v))),

@@ -577,6 +577,40 @@ impl Definition {
     }
 
     /// Evaluate one expression of the definition with error context.
+    /// Evaluate on an object: plain paths read its JSON (no conversion of the whole object),
+    /// anything else its jaq value.
+    pub(crate) fn eval_obj(
+        &self,
+        e: &Expr,
+        obj: &crate::Object,
+        vars: &[wlmap_expr::Val],
+        component: &str,
+        field: &str,
+    ) -> Result<Vec<wlmap_expr::Val>, Error> {
+        match e.eval_json(obj.json(), &self.limits) {
+            Some(r) => r.map_err(|source| self.located(e, component, field, source)),
+            None => self.eval(e, &obj.val(), vars, component, field),
+        }
+    }
+
+    fn located(
+        &self,
+        e: &Expr,
+        component: &str,
+        field: &str,
+        source: wlmap_expr::EvalError,
+    ) -> Error {
+        Error::Evaluation {
+            at: Box::new(ExprField {
+                definition: self.name(),
+                component: component.to_string(),
+                field: field.to_string(),
+                expression: e.text().to_string(),
+            }),
+            source,
+        }
+    }
+
     pub(crate) fn eval(
         &self,
         e: &Expr,
@@ -586,14 +620,6 @@ impl Definition {
         field: &str,
     ) -> Result<Vec<wlmap_expr::Val>, Error> {
         e.eval(input, vars, &self.limits)
-            .map_err(|source| Error::Evaluation {
-                at: Box::new(ExprField {
-                    definition: self.name(),
-                    component: component.to_string(),
-                    field: field.to_string(),
-                    expression: e.text().to_string(),
-                }),
-                source,
-            })
+            .map_err(|source| self.located(e, component, field, source))
     }
 }

@@ -238,11 +238,10 @@ pub fn gangs(def: &Definition, w: &Workload, pods: Option<&[Object]>) -> Result<
             let Some(pod) = by_name.get(pod_name.as_str()) else {
                 continue;
             };
-            let val = pod.val();
             let cname = &def.components[m.component].def.name;
             let mut pass = true;
             for f in &m.filters {
-                let out = def.eval(f, &val, &[Val::Null], cname, "filters")?;
+                let out = def.eval_obj(f, pod, &[Val::Null], cname, "filters")?;
                 pass &= matches!(out.first(), Some(Val::Bool(true)));
             }
             if !pass {
@@ -250,7 +249,7 @@ pub fn gangs(def: &Definition, w: &Workload, pods: Option<&[Object]>) -> Result<
             }
             let mut keys = Vec::new();
             for k in &m.keys {
-                let out = def.eval(k, &val, &[Val::Null], cname, "groupByKeyPaths")?;
+                let out = def.eval_obj(k, pod, &[Val::Null], cname, "groupByKeyPaths")?;
                 let vals: Vec<String> = out
                     .iter()
                     .filter(|v| !matches!(v, Val::Null))

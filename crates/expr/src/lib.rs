@@ -374,17 +374,7 @@ impl Expr {
         if let Some(steps) = &self.plain {
             let out = plain::eval(steps, input, take.min(limits.max_outputs.saturating_add(1)))
                 .map_err(|message| EvalError::Runtime { message })?;
-            if out.len() > limits.max_outputs {
-                return Err(EvalError::Budget {
-                    which: format!("output cap of {}", limits.max_outputs),
-                });
-            }
-            if out.iter().any(|v| sandbox::shallow_len(v) > limits.max_len) {
-                return Err(EvalError::Budget {
-                    which: format!("size cap of {} bytes or entries", limits.max_len),
-                });
-            }
-            return Ok(out);
+            return checked(out, limits);
         }
         match self.index {
             None => run_take(&p.filter, input, vars, limits, self.vars.len(), take),
@@ -396,6 +386,33 @@ impl Expr {
                 run_take(&p.filter, input, &all, limits, self.vars.len() + 1, take)
             }
         }
+    }
+
+    /// Evaluate a plain path (`.status.phase`, `.metadata.labels["k"]`, `.spec.items[]?`)
+    /// directly on a JSON value, converting only what it yields; `None` when the expression is
+    /// not a plain path (then convert the input and use [`Expr::eval`]). Same answers as
+    /// [`Expr::eval`] on the converted input.
+    ///
+    /// ```
+    /// use wlmap_expr::{Expr, Limits, from_val};
+    /// let pod = serde_json::json!({"metadata": {"labels": {"app": "web"}}});
+    /// let e = Expr::compile(r#".metadata.labels["app"]"#).unwrap();
+    /// let out = e.eval_json(&pod, &Limits::default()).unwrap().unwrap();
+    /// assert_eq!(from_val(&out[0]), serde_json::json!("web"));
+    /// assert!(Expr::compile(".a | length").unwrap().eval_json(&pod, &Limits::default()).is_none());
+    /// ```
+    pub fn eval_json(
+        &self,
+        input: &serde_json::Value,
+        limits: &Limits,
+    ) -> Option<Result<Vec<Val>, EvalError>> {
+        let steps = self.plain.as_ref()?;
+        self.program.get()?; // the batch did not compile: let `eval` say so
+        let out = match plain::eval_json(steps, input, limits.max_outputs.saturating_add(1)) {
+            Ok(out) => out,
+            Err(message) => return Some(Err(EvalError::Runtime { message })),
+        };
+        Some(checked(out, limits))
     }
 
     /// The paths the expression designates in the input (jq's `path(EXPR)`), as JSON arrays
@@ -425,6 +442,21 @@ impl Expr {
         let out = run(filter, input, vars, limits, self.vars.len())?;
         Ok(out.iter().map(from_val).collect())
     }
+}
+
+/// The output and size caps on the outputs of a plain path.
+fn checked(out: Vec<Val>, limits: &Limits) -> Result<Vec<Val>, EvalError> {
+    if out.len() > limits.max_outputs {
+        return Err(EvalError::Budget {
+            which: format!("output cap of {}", limits.max_outputs),
+        });
+    }
+    if out.iter().any(|v| sandbox::shallow_len(v) > limits.max_len) {
+        return Err(EvalError::Budget {
+            which: format!("size cap of {} bytes or entries", limits.max_len),
+        });
+    }
+    Ok(out)
 }
 
 fn run(

@@ -316,6 +316,8 @@ mod plain_paths {
             let a = fast.eval(&input, &[], &l).map(|o| o.iter().map(from_val).collect::<Vec<_>>());
             let b = slow.eval(&input, &[], &l).map(|o| o.iter().map(from_val).collect::<Vec<_>>());
             prop_assert_eq!(&a, &b, "{} on {}", p, v); // outputs and error messages alike
+            let c = fast.eval_json(&v, &l).expect("plain").map(|o| o.iter().map(from_val).collect::<Vec<_>>());
+            prop_assert_eq!(&c, &b, "on JSON: {} on {}", p, v);
             let a1 = fast.first(&input, &[], &l).map(|o| o.map(|v| from_val(&v)));
             let b1 = slow.first(&input, &[], &l).map(|o| o.map(|v| from_val(&v)));
             prop_assert_eq!(a1.is_ok(), b1.is_ok(), "first: {} on {}", p, v);
