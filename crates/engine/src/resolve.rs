@@ -384,7 +384,7 @@ pub fn resolve_with(
 ) -> Result<Workload> {
     let root_val = obj.val();
     let vars = reference_values(def, obj, &root_val, refs)?;
-    let status = evaluate(def, &root_val, &vars)?;
+    let status = evaluate(def, obj, &vars)?;
     let mut nodes = build(def, 0, &root_val, &vars, &GpuPolicy::default())?;
     let mut root = if nodes.is_empty() {
         return Err(Error::Shape {

@@ -165,14 +165,14 @@ fn field_str(c: &serde_json::Value, f: &str) -> Option<String> {
 }
 
 /// Evaluate a definition's status rules on an object.
-pub(crate) fn evaluate(def: &Definition, root: &Val, vars: &[Val]) -> Result<Status> {
+pub(crate) fn evaluate(def: &Definition, root: &crate::Object, vars: &[Val]) -> Result<Status> {
     let Some(rules) = &def.status else {
         return Ok(Status::undefined());
     };
     let comp = def.components[0].def.name.as_str();
     let raw_phase = match &rules.phase {
         Some(e) => def
-            .eval(e, root, vars, comp, "phaseDefinition.path")?
+            .eval_obj(e, root, vars, comp, "phaseDefinition.path")?
             .into_iter()
             .find(|v| !matches!(v, Val::Null))
             .map(|v| to_jq_string(&v)),
@@ -180,7 +180,7 @@ pub(crate) fn evaluate(def: &Definition, root: &Val, vars: &[Val]) -> Result<Sta
     };
     let conditions: Vec<serde_json::Value> = match &rules.conditions {
         Some(e) => {
-            let out = def.eval(e, root, vars, comp, "conditionsDefinition.path")?;
+            let out = def.eval_obj(e, root, vars, comp, "conditionsDefinition.path")?;
             let mut list = Vec::new();
             for v in out {
                 match from_val(&v) {
@@ -244,7 +244,7 @@ fn eval_matcher(
     def: &Definition,
     rules: &StatusRules,
     m: &Matcher,
-    root: &Val,
+    root: &crate::Object,
     vars: &[Val],
     raw_phase: Option<&str>,
     conditions: &[serde_json::Value],
@@ -296,7 +296,7 @@ fn eval_matcher(
         ok &= hit;
     }
     if let (Some(bx), Some(e)) = (&m.def.by_expression, &m.expression) {
-        match def.eval(
+        match def.eval_obj(
             e,
             root,
             vars,
@@ -337,7 +337,7 @@ fn eval_matcher(
 /// # use wlmap_engine::Phase;
 /// ```
 pub fn status(def: &Definition, obj: &crate::Object) -> Result<Status> {
-    let root = obj.val();
     let vars = vec![Val::Null; 1 + def.references.len()];
-    evaluate(def, &root, &vars)
+    // Plain paths read the JSON: a status made of them never converts the object.
+    evaluate(def, obj, &vars)
 }
