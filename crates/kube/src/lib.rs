@@ -130,7 +130,8 @@ pub struct Cluster {
     /// restarting (retried), before it a wrong address (reported at once).
     answered: Cell<bool>,
     /// Retries per request on 429/5xx/timeouts (and refused connections once the server has
-    /// answered), with exponential backoff: 0.4, 0.8, 1.6, 3.2, 6.4 s.
+    /// answered), with exponential backoff capped at 3.2 s: 0.4, 0.8, 1.6, 3.2, 3.2, 3.2, 3.2 s
+    /// (about 16 s in all: an API server restart takes 5–10 s).
     pub max_retries: u32,
 }
 
@@ -183,7 +184,7 @@ impl Cluster {
             page_size: opts.page_size.unwrap_or(500),
             requests: Cell::new(0),
             answered: Cell::new(false),
-            max_retries: 5,
+            max_retries: 7,
         })
     }
 
@@ -284,7 +285,7 @@ impl Cluster {
                 return Err(gave_up(err, attempt + 1));
             }
             attempt += 1;
-            std::thread::sleep(Duration::from_millis(200 * (1 << attempt.min(5))));
+            std::thread::sleep(Duration::from_millis(200 * (1 << attempt.min(4))));
         }
     }
 
