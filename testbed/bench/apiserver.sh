@@ -18,7 +18,11 @@ trap 'rm -rf "$TMP"' EXIT
 log() { printf '[bench/apiserver] %s\n' "$*" >&2; }
 
 for f in "$ROOT"/testbed/crds/*.yaml; do "${KC[@]}" apply -f "$f" >/dev/null; done
-"${KC[@]}" wait --for=condition=Established crd --all --timeout=60s >/dev/null
+# Poll: `kubectl wait` fails if it reads a CRD before the server wrote any condition.
+for _ in $(seq 1 100); do
+  "${KC[@]}" wait --for=condition=Established crd --all --timeout=10s >/dev/null 2>&1 && break
+  sleep 0.3
+done
 "${KC[@]}" create namespace bench >/dev/null
 t0=$(date +%s)
 python3 "$HERE/objects.py" roots "$N" > "$TMP/roots.json"

@@ -49,6 +49,34 @@ impl Testbed {
         String::from_utf8_lossy(&o.stdout).into_owned()
     }
 
+    /// Wait until CRDs are Established (`names`: `crd/NAME` or `crd --all`-style args).
+    /// `kubectl wait` alone fails when it reads a CRD before the API server has written any
+    /// condition (`.status.conditions accessor error: <nil>`), so this polls it for 60 s.
+    pub fn wait_established(&self, names: &[&str]) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        loop {
+            let o = run(
+                &self.kubectl,
+                &[
+                    &["--kubeconfig", &self.kubeconfig, "wait"],
+                    names,
+                    &["--for=condition=Established", "--timeout=10s"],
+                ]
+                .concat(),
+                None,
+            );
+            if o.status.success() {
+                return;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "CRDs {names:?} not Established: {}",
+                String::from_utf8_lossy(&o.stderr)
+            );
+            std::thread::sleep(std::time::Duration::from_millis(300));
+        }
+    }
+
     /// Run wlmap as admin.
     pub fn wlmap(&self, args: &[&str]) -> Output {
         run(

@@ -56,16 +56,7 @@ fn against_a_real_api_server() {
     {
         tb.apply_file(&e.path());
     }
-    tb.kubectl(
-        &[
-            "wait",
-            "--for=condition=Established",
-            "crd",
-            "--all",
-            "--timeout=60s",
-        ],
-        None,
-    );
+    tb.wait_established(&["crd", "--all"]);
 
     // Phase 2: no kartas.run.ai CRD yet: one warning, then the catalog.
     let o = tb.wlmap(&["get", "jobsets", "-A"]);
@@ -192,15 +183,7 @@ fn against_a_real_api_server() {
     tb.apply_file(
         &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../schema/crd/kartas.run.ai.yaml"),
     );
-    tb.kubectl(
-        &[
-            "wait",
-            "--for=condition=Established",
-            "crd/kartas.run.ai",
-            "--timeout=60s",
-        ],
-        None,
-    );
+    tb.wait_established(&["crd/kartas.run.ai"]);
     let defs_dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../catalog/definitions");
     for e in std::fs::read_dir(&defs_dir)
         .expect("defs")
@@ -224,15 +207,7 @@ fn against_a_real_api_server() {
     tb.kubectl(&["delete", "kartas", "--all"], None);
     let widget_crd = r#"{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition","metadata":{"name":"widgets.example.io"},"spec":{"group":"example.io","names":{"kind":"Widget","plural":"widgets","singular":"widget"},"scope":"Namespaced","versions":[{"name":"v1","served":true,"storage":true,"subresources":{"status":{}},"schema":{"openAPIV3Schema":{"type":"object","x-kubernetes-preserve-unknown-fields":true}}}]}}"#;
     tb.kubectl(&["apply", "-f", "-"], Some(widget_crd));
-    tb.kubectl(
-        &[
-            "wait",
-            "--for=condition=Established",
-            "crd/widgets.example.io",
-            "--timeout=60s",
-        ],
-        None,
-    );
+    tb.wait_established(&["crd/widgets.example.io"]);
     let o = tb.wlmap(&["get", "widgets", "-n", "ml"]);
     assert_eq!(
         o.status.code(),
