@@ -25,6 +25,7 @@
 
 mod convert;
 mod plain;
+mod rewrite;
 mod sandbox;
 
 pub use convert::{from_val, to_jq_string, to_val};
@@ -32,10 +33,13 @@ pub use jaq_json::Val;
 pub use sandbox::Sandbox;
 
 use jaq_core::load::lex::{StrPart, Tok, Token};
+use jaq_core::load::parse::{Def, Term};
 use jaq_core::load::{Arena, File, Loader};
 use jaq_core::{Compiler, Ctx, Vars};
+use rewrite::{Names, Rewrite};
 use sandbox::{
-    Budget, FORBIDDEN_VARS, FORBIDDEN_WORDS, PRELUDE, REMOVED_NATIVES, RunData, guard_folds,
+    Budget, CHECKED_OPS, FORBIDDEN_VARS, FORBIDDEN_WORDS, PRELUDE, REMOVED_NATIVES,
+    RESERVED_PREFIX, RunData,
 };
 use std::ops::Range;
 use std::sync::{Arc, OnceLock};
@@ -55,8 +59,10 @@ pub struct Limits {
     pub max_outputs: usize,
     /// Wall-clock budget, checked while looping.
     pub timeout: Duration,
-    /// Longest string (bytes) or array/object (entries) that a loop may carry or an
-    /// expression may return. Kubernetes objects are at most 1.5 MB, so 4 MiB is generous.
+    /// Longest string (bytes) or array/object (entries) that a loop may carry or one
+    /// operation may build, and the largest output (values, keys and string bytes, read as a
+    /// tree). Kubernetes objects are at most 1.5 MB, so 4 MiB is generous. What `+`, `*` and
+    /// conversions to strings build in one evaluation adds up to at most 64 times this.
     pub max_len: usize,
 }
 
@@ -162,8 +168,6 @@ struct Program {
 /// ```
 pub struct Batch {
     texts: Vec<String>,
-    /// What is compiled: the text, with size-checked steps after fold updates.
-    code: Vec<String>,
     vars: Vec<String>,
     cell: Arc<OnceLock<Program>>,
 }
@@ -180,7 +184,6 @@ impl Batch {
     pub fn new(vars: &[&str]) -> Batch {
         Batch {
             texts: Vec::new(),
-            code: Vec::new(),
             vars: vars.iter().map(|v| v.to_string()).collect(),
             cell: Arc::new(OnceLock::new()),
         }
@@ -198,8 +201,6 @@ impl Batch {
         check_sandbox(text)?;
         let index = self.texts.len();
         self.texts.push(text.to_string());
-        self.code
-            .push(guard_folds(text).unwrap_or_else(|| text.to_string()));
         Ok(Expr {
             text: text.to_string(),
             program: self.cell.clone(),
@@ -225,14 +226,10 @@ impl Batch {
         if self.texts.is_empty() {
             return Ok(());
         }
-        let mut code = String::new();
-        for (i, t) in self.code.iter().enumerate() {
-            code.push_str(&format!("def __w{i}: {t}\n;\n"));
-        }
-        code.push_str(&dispatch(0, self.texts.len()));
+        let texts: Vec<&str> = self.texts.iter().map(String::as_str).collect();
         let mut vars: Vec<&str> = vec!["__which"];
         vars.extend(self.vars.iter().map(String::as_str));
-        match compile_filter(&code, &code, &vars) {
+        match compile_program(&texts, &dispatch(0, texts.len()), &vars, VALUES) {
             Ok(filter) => {
                 let _ = self.cell.set(Program { filter });
                 Ok(())
@@ -243,7 +240,11 @@ impl Batch {
                     .texts
                     .iter()
                     .enumerate()
-                    .filter_map(|(i, t)| compile_filter(t, t, &user_vars).err().map(|e| (i, e)))
+                    .filter_map(|(i, t)| {
+                        compile_program(&[t], "__w0", &user_vars, VALUES)
+                            .err()
+                            .map(|e| (i, e))
+                    })
                     .collect();
                 if errs.is_empty() {
                     // Each compiles alone but not together (should not happen): say so.
@@ -303,12 +304,7 @@ impl Expr {
     /// ```
     pub fn compile_with_vars(text: &str, vars: &[&str]) -> Result<Expr, CompileError> {
         check_sandbox(text)?;
-        let filter = match guard_folds(text) {
-            // Errors point into the text as written.
-            Some(code) => compile_filter(&code, &code, vars)
-                .or_else(|e| compile_filter(text, text, vars).and(Err(e)))?,
-            None => compile_filter(text, text, vars)?,
-        };
+        let filter = compile_program(&[text], "__w0", vars, VALUES)?;
         let cell = Arc::new(OnceLock::new());
         let _ = cell.set(Program { filter });
         Ok(Expr {
@@ -434,7 +430,7 @@ impl Expr {
         let vars_ref: Vec<&str> = self.vars.iter().map(String::as_str).collect();
         let filter = self
             .paths
-            .get_or_init(|| compile_filter(&format!("path({})", self.text), &self.text, &vars_ref))
+            .get_or_init(|| compile_program(&[&self.text], "path(__w0)", &vars_ref, PATHS))
             .as_ref()
             .map_err(|e| EvalError::Runtime {
                 message: format!("expression is not a path: {}", e.message),
@@ -520,7 +516,7 @@ fn run_unguarded(
         }
         match r {
             Ok(v) => {
-                if !budget.fits(&v) {
+                if !budget.fits(&v) || !sandbox::tree_fits(&v, limits.max_len) {
                     budget.exceed_size();
                     return Err(EvalError::Budget {
                         which: format!("size cap of {} bytes or entries", limits.max_len),
@@ -554,40 +550,138 @@ fn run_unguarded(
     Ok(out)
 }
 
-/// The standard definitions, parsed once per process (parsing them is most of a compile).
-fn prelude() -> &'static [jaq_core::load::parse::Def<&'static str>] {
-    static DEFS: OnceLock<Vec<jaq_core::load::parse::Def<&'static str>>> = OnceLock::new();
+/// Rewrite for evaluation: fold updates get a size-checked step.
+const VALUES: Rewrite = Rewrite { tick_folds: true };
+/// Rewrite for `path(...)`: folds stay path expressions.
+const PATHS: Rewrite = Rewrite { tick_folds: false };
+
+/// The standard definitions (jaq's and wlmap's prelude), parsed and rewritten once per
+/// process, each with the names it calls.
+fn prelude() -> &'static [(Def<&'static str>, Vec<&'static str>)] {
+    static DEFS: OnceLock<Vec<(Def<&'static str>, Vec<&'static str>)>> = OnceLock::new();
     DEFS.get_or_init(|| {
-        jaq_core::defs()
+        let ours = |text| jaq_core::load::parse(text, |p| p.defs()).unwrap_or_default();
+        ours(CHECKED_OPS)
+            .into_iter()
+            .chain(jaq_core::defs())
             .chain(jaq_std::defs())
             .chain(jaq_json::defs())
-            .chain(jaq_core::load::parse(PRELUDE, |p| p.defs()).unwrap_or_default())
+            .chain(ours(PRELUDE))
+            .map(|d| {
+                let d = PATHS.def(d);
+                let mut names = Names::default();
+                names.term(&d.body);
+                let deps = names.calls.into_iter().collect();
+                (d, deps)
+            })
             .collect()
     })
 }
 
-fn compile_filter(code: &str, shown: &str, vars: &[&str]) -> Result<Filter, CompileError> {
-    let defs = prelude().iter().cloned();
+/// Parse one expression, with jaq's messages and spans on failure.
+fn parse_term(text: &str) -> Result<Term<&str>, CompileError> {
+    let at = |part: &str, message: String| CompileError {
+        source_text: text.to_string(),
+        span: jaq_core::load::span(text, part),
+        message,
+    };
+    let tokens = jaq_core::load::lex::Lexer::new(text).lex().map_err(|es| {
+        let (exp, part) = &es[0];
+        at(part, format!("expected {}", exp.as_str()))
+    })?;
+    jaq_core::load::parse::Parser::new(&tokens)
+        .parse(|p| p.term())
+        .map_err(|es| {
+            let (exp, found) = &es[0];
+            at(
+                Token::opt_as_str(*found, text),
+                format!("expected {}", exp.as_str()),
+            )
+        })
+}
+
+/// Compile expressions into one program: each text becomes a definition `__wN`, rewritten
+/// for the sandbox (`rewrite.rs`), after only the standard definitions it can reach; `main`
+/// (generated, never user text) calls them.
+fn compile_program(
+    texts: &[&str],
+    main: &str,
+    vars: &[&str],
+    rw: Rewrite,
+) -> Result<Filter, CompileError> {
+    let names: Vec<String> = (0..texts.len()).map(|i| format!("__w{i}")).collect();
+    let mut used = Names::default();
+    let mut user = Vec::with_capacity(texts.len());
+    for (text, name) in texts.iter().zip(&names) {
+        let term = parse_term(text)?;
+        let mut own = Names::default();
+        own.term(&term);
+        if let Some(reserved) = own
+            .calls
+            .iter()
+            .chain(&own.vars)
+            .find(|n| n.trim_start_matches('$').starts_with(RESERVED_PREFIX))
+        {
+            return Err(CompileError {
+                source_text: text.to_string(),
+                span: jaq_core::load::span(text, reserved),
+                message: format!(
+                    "`{reserved}`: names that start with `{RESERVED_PREFIX}` are reserved for wlmap"
+                ),
+            });
+        }
+        let body = rw.term(term);
+        used.term(&body);
+        user.push(Def {
+            name: name.as_str(),
+            args: Vec::new(),
+            body,
+        });
+    }
+    if let Some(main_term) = jaq_core::load::parse(main, |p| p.term()) {
+        used.term(&main_term);
+    }
+    let std: Vec<Def<&str>> = rewrite::reachable(prelude(), &used.calls)
+        .into_iter()
+        .cloned()
+        .collect();
+    let defs = std.into_iter().chain(user);
     let funs = jaq_core::funs::<Sandbox>()
         .chain(jaq_std::funs::<Sandbox>())
         .chain(jaq_json::funs::<Sandbox>())
-        .filter(|(name, _, _)| !REMOVED_NATIVES.contains(name) && *name != "range")
+        .filter(|(name, _, _)| {
+            !REMOVED_NATIVES.contains(name) && *name != "range" && *name != "tojson"
+        })
         .chain(sandbox::natives());
     let loader = Loader::new(defs);
     let arena = Arena::default();
-    let offset = code.find(shown).unwrap_or(0);
+    // An error points into the user text that contains it.
     let err = |part: &str, message: String| {
-        let r = jaq_core::load::span(code, part);
-        let start = r.start.saturating_sub(offset).min(shown.len());
-        let end = r.end.saturating_sub(offset).min(shown.len()).max(start);
-        CompileError {
-            source_text: shown.to_string(),
-            span: start..end,
-            message,
+        let inside = |t: &&&str| {
+            let (p, s) = (part.as_ptr() as usize, t.as_ptr() as usize);
+            p >= s && p + part.len() <= s + t.len()
+        };
+        match texts.iter().find(inside) {
+            Some(text) => CompileError {
+                source_text: text.to_string(),
+                span: jaq_core::load::span(text, part),
+                message,
+            },
+            None => CompileError {
+                source_text: texts.first().map(|t| t.to_string()).unwrap_or_default(),
+                span: 0..0,
+                message: format!("{message} (in wlmap's own code `{part}`)"),
+            },
         }
     };
     let modules = loader
-        .load(&arena, File { code, path: () })
+        .load(
+            &arena,
+            File {
+                code: main,
+                path: (),
+            },
+        )
         .map_err(|errs| {
             let (_, e) = errs
                 .into_iter()
@@ -602,11 +696,9 @@ fn compile_filter(code: &str, shown: &str, vars: &[&str]) -> Result<Filter, Comp
                     let (exp, part) = &es[0];
                     err(part, format!("expected {}", exp.as_str()))
                 }
-                jaq_core::load::Error::Io(es) => CompileError {
-                    source_text: shown.to_string(),
-                    span: 0..0,
-                    message: es.first().map(|e| e.1.clone()).unwrap_or_default(),
-                },
+                jaq_core::load::Error::Io(es) => {
+                    err("", es.first().map(|e| e.1.clone()).unwrap_or_default())
+                }
             }
         })?;
     let globals: Vec<String> = vars.iter().map(|v| format!("${v}")).collect();

@@ -37,6 +37,10 @@ pub(crate) const FORBIDDEN_VARS: &[(&str, &str)] = &[
     ("$__loc__", "reads the program location"),
 ];
 
+/// Names that start with this are wlmap's own (`__tick`, `$__which`, ...): refused in
+/// definition expressions, so no expression can shadow or call them.
+pub(crate) const RESERVED_PREFIX: &str = "__";
+
 /// Natives of jaq-std that are not registered at all (defence in depth behind the lexical check).
 pub(crate) const REMOVED_NATIVES: &[&str] = &[
     "env",
@@ -52,8 +56,16 @@ pub(crate) struct Budget {
     steps_left: Cell<u64>,
     deadline: Option<Instant>,
     max_len: usize,
+    /// What `+`, `*` and conversions to strings may still build (bytes or entries).
+    build_left: Cell<usize>,
     exhausted: Cell<Option<&'static str>>,
 }
+
+/// How much more than the size cap one evaluation may build in total: `add` and `join` build
+/// their result one `+` at a time, so the sum of what they build grows with the square of the
+/// number of parts; 64 caps' worth (256 MiB by default) leaves room for that and none for a
+/// blow-up.
+pub(crate) const BUILD_FACTOR: usize = 64;
 
 impl Budget {
     pub(crate) fn new(steps: u64, deadline: Option<Instant>, max_len: usize) -> Self {
@@ -61,8 +73,27 @@ impl Budget {
             steps_left: Cell::new(steps),
             deadline,
             max_len,
+            build_left: Cell::new(max_len.saturating_mul(BUILD_FACTOR)),
             exhausted: Cell::new(None),
         }
+    }
+
+    /// Account for a value about to be built with `len` bytes or entries: `Err` when it is
+    /// longer than the size cap, or when the evaluation has built too much in total.
+    pub(crate) fn build(&self, len: usize) -> Result<(), &'static str> {
+        if let Some(why) = self.exhausted.get() {
+            return Err(why);
+        }
+        let why = if len > self.max_len {
+            "size cap"
+        } else if len > self.build_left.get() {
+            "total size budget"
+        } else {
+            self.build_left.set(self.build_left.get() - len);
+            return Ok(());
+        };
+        self.exhausted.set(Some(why));
+        Err(why)
     }
 
     /// Spend one step on a value a loop carries: `Err` also when that value is longer than
@@ -153,8 +184,116 @@ fn budget_error(why: &str) -> Exn<'static, Val> {
     ))))
 }
 
-/// Natives that replace or extend the standard ones: `__tick` and a budgeted `range/3`.
+/// Compact JSON of a value, built at most `budget`'s size cap long (a value that shares
+/// structure, `{a: ., b: .}` nested 40 times, is small in memory but huge as text).
+fn bounded_json(v: &Val, budget: &Budget) -> Result<Vec<u8>, &'static str> {
+    struct Capped(Vec<u8>, usize);
+    impl std::io::Write for Capped {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            if self.0.len() + b.len() > self.1 {
+                return Err(std::io::Error::other("size cap"));
+            }
+            self.0.extend_from_slice(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut w = Capped(Vec::new(), budget.max_len);
+    match jaq_json::write::write(&mut w, &jaq_json::write::Pp::default(), 0, v) {
+        Ok(()) => budget.build(w.0.len()).map(|()| w.0),
+        Err(_) => budget.build(budget.max_len.saturating_add(1)).map(|()| w.0),
+    }
+}
+
+/// The positive repeat count of `string * number`, when jaq would repeat the string.
+fn repeat_count(n: &Val) -> Option<usize> {
+    match n {
+        Val::Num(jaq_json::Num::Int(i)) if *i > 0 => Some(*i as usize),
+        Val::Num(jaq_json::Num::BigInt(b)) if !b.to_string().starts_with('-') => Some(usize::MAX),
+        _ => None,
+    }
+}
+
+/// `l * r`, refused before allocating when it would repeat a string past the size cap.
+fn checked_mul(l: Val, r: Val, budget: &Budget) -> jaq_json::ValR {
+    let grown = match (&l, &r) {
+        (Val::TStr(s) | Val::BStr(s), n) | (n, Val::TStr(s) | Val::BStr(s)) => {
+            repeat_count(n).map(|k| s.len().saturating_mul(k))
+        }
+        (Val::Obj(a), Val::Obj(b)) => Some(a.len() + b.len()),
+        _ => None,
+    };
+    if let Some(len) = grown {
+        budget.build(len).map_err(budget_value_error)?;
+    }
+    l * r
+}
+
+/// `l + r`, refused before allocating when the result would pass the size cap.
+fn checked_add(l: Val, r: Val, budget: &Budget) -> jaq_json::ValR {
+    let grown = match (&l, &r) {
+        (Val::TStr(a) | Val::BStr(a), Val::TStr(b) | Val::BStr(b)) => Some(a.len() + b.len()),
+        (Val::Arr(a), Val::Arr(b)) => Some(a.len() + b.len()),
+        (Val::Obj(a), Val::Obj(b)) => Some(a.len() + b.len()),
+        _ => None,
+    };
+    if let Some(len) = grown {
+        budget.build(len).map_err(budget_value_error)?;
+    }
+    l + r
+}
+
+fn budget_value_error(why: &str) -> jaq_core::Error<Val> {
+    jaq_core::Error::new(Val::from(format!("evaluation exceeded its {why}")))
+}
+
+/// Natives that replace or extend the standard ones: `__tick`, a budgeted `range/3`, checked
+/// `*`, `+` and conversions to strings.
 pub(crate) fn natives() -> impl Iterator<Item = Fun<Sandbox>> {
+    let mul: Fun<Sandbox> = (
+        "__mulv",
+        v(2),
+        Native::new(|mut cv| {
+            let r = cv.0.pop_var();
+            let l = cv.0.pop_var();
+            bome(checked_mul(l, r, cv.0.data().budget))
+        }),
+    );
+    let add: Fun<Sandbox> = (
+        "__addv",
+        v(2),
+        Native::new(|mut cv| {
+            let r = cv.0.pop_var();
+            let l = cv.0.pop_var();
+            bome(checked_add(l, r, cv.0.data().budget))
+        }),
+    );
+    let tostr: Fun<Sandbox> = (
+        "__tostr",
+        v(0),
+        Native::new(|cv| {
+            let r = match cv.1 {
+                Val::TStr(s) | Val::BStr(s) => Ok(Val::TStr(s)),
+                other => bounded_json(&other, cv.0.data().budget)
+                    .map(Val::utf8_str)
+                    .map_err(budget_value_error),
+            };
+            bome(r)
+        }),
+    );
+    let tojson: Fun<Sandbox> = (
+        "tojson",
+        v(0),
+        Native::new(|cv| {
+            bome(
+                bounded_json(&cv.1, cv.0.data().budget)
+                    .map(Val::utf8_str)
+                    .map_err(budget_value_error),
+            )
+        }),
+    );
     let tick: Fun<Sandbox> = (
         "__tick",
         v(0),
@@ -231,6 +370,10 @@ pub(crate) fn natives() -> impl Iterator<Item = Fun<Sandbox>> {
     [
         tick,
         range,
+        mul,
+        add,
+        tostr,
+        tojson,
         refused("env", 0),
         refused("halt", 1),
         refused("stderr_empty", 0),
@@ -238,6 +381,13 @@ pub(crate) fn natives() -> impl Iterator<Item = Fun<Sandbox>> {
     ]
     .into_iter()
 }
+
+/// The checked `*` and `+` that the rewrite (`rewrite.rs`) calls, `l` before `r` as jaq's own
+/// operators. First of all definitions: the standard library's use them too.
+pub(crate) const CHECKED_OPS: &str = r#"
+def __mul(l; r): l as $__l | r as $__r | __mulv($__l; $__r);
+def __add(l; r): l as $__l | r as $__r | __addv($__l; $__r);
+"#;
 
 /// Definitions that put a step on every iteration of the recursive builtins.
 pub(crate) const PRELUDE: &str = r#"
@@ -253,6 +403,30 @@ def IN(s): any(s == .; .);
 def IN(src; s): any(src == s; .);
 "#;
 
+/// True when a value, read as a tree, has at most `limit` values, string bytes and keys.
+/// Stops counting at the limit, so a value that shares structure (`{a: ., b: .}` nested 40
+/// times: 2^40 leaves in a few hundred bytes of memory) costs at most `limit` steps.
+pub(crate) fn tree_fits(v: &Val, limit: usize) -> bool {
+    let mut left = limit;
+    let mut todo = vec![v];
+    while let Some(v) = todo.pop() {
+        let n = 1 + shallow_len(v);
+        if n > left {
+            return false;
+        }
+        left -= n;
+        match v {
+            Val::Arr(a) => todo.extend(a.iter()),
+            Val::Obj(o) => o.iter().for_each(|(k, v)| {
+                todo.push(k);
+                todo.push(v)
+            }),
+            _ => {}
+        }
+    }
+    true
+}
+
 /// Bytes of a string, entries of an array or object, 0 for anything else.
 pub(crate) fn shallow_len(v: &Val) -> usize {
     match v {
@@ -261,73 +435,4 @@ pub(crate) fn shallow_len(v: &Val) -> usize {
         Val::Obj(o) => o.len(),
         _ => 0,
     }
-}
-
-/// Put a size-checked step (`| __tick`) after the update of every `reduce` and `foreach`, so
-/// that the accumulator cannot double without bound: the loop's source only ticks with its
-/// own values, never with the accumulator. `None` when the text has no fold (the common case:
-/// the text compiles as written). Positions before the first fold are unchanged, and compile
-/// errors are reported on the original text.
-pub(crate) fn guard_folds(text: &str) -> Option<String> {
-    use jaq_core::load::lex::{StrPart, Tok, Token};
-    let tokens = jaq_core::load::lex::Lexer::new(text).lex().ok()?;
-    fn walk<'a>(text: &'a str, toks: &[Token<&'a str>], ends: &mut Vec<(usize, usize)>) {
-        for (i, Token(s, tok)) in toks.iter().enumerate() {
-            match tok {
-                Tok::Word if *s == "reduce" || *s == "foreach" => {
-                    // The arguments are the first `(...)` block after the word `as`.
-                    let args = toks[i + 1..]
-                        .iter()
-                        .skip_while(|Token(w, t)| !(matches!(t, Tok::Word) && *w == "as"))
-                        .find_map(|Token(b, t)| match t {
-                            Tok::Block(inner) if b.starts_with('(') => Some(inner),
-                            _ => None,
-                        });
-                    if let Some(inner) = args {
-                        let semis: Vec<usize> = inner
-                            .iter()
-                            .filter(|Token(w, t)| matches!(t, Tok::Sym) && *w == ";")
-                            .map(|Token(w, _)| jaq_core::load::span(text, w).start)
-                            .collect();
-                        // The update runs from the first `;` to the second `;` (foreach with
-                        // an extractor) or to the closing `)`.
-                        let close = inner
-                            .last()
-                            .map(|Token(w, _)| jaq_core::load::span(text, w));
-                        if let (Some(&first), Some(close)) = (semis.first(), close) {
-                            let end = semis.get(1).copied().unwrap_or(close.start);
-                            if *s == "reduce" || semis.len() <= 2 {
-                                ends.push((first + 1, end));
-                            }
-                        }
-                    }
-                }
-                Tok::Block(inner) => walk(text, inner, ends),
-                Tok::Str(parts) => {
-                    for p in parts {
-                        if let StrPart::Term(t) = p {
-                            walk(text, std::slice::from_ref(t), ends);
-                        }
-                    }
-                }
-                _ => {}
-            }
-        }
-    }
-    let mut updates = Vec::new();
-    walk(text, &tokens, &mut updates);
-    if updates.is_empty() {
-        return None;
-    }
-    // Insert from the back so earlier positions stay valid.
-    let mut edits: Vec<(usize, &str)> = updates
-        .iter()
-        .flat_map(|&(start, end)| [(start, " ("), (end, ") | __tick ")])
-        .collect();
-    edits.sort_by_key(|e| std::cmp::Reverse(e.0));
-    let mut out = text.to_string();
-    for (at, what) in edits {
-        out.insert_str(at, what);
-    }
-    Some(out)
 }

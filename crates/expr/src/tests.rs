@@ -220,9 +220,215 @@ fn growing_values_hit_the_size_cap() {
         matches!(r, Err(EvalError::Budget { ref which }) if which.contains("size cap")),
         "{r:?}"
     );
-    // A repetition count past what memory can address is an error, not a crash.
+    // A repetition count past what memory can address is refused before allocating.
     let r = eval(r#""xy" * 9223372036854775807"#, json!(null));
-    assert!(matches!(r, Err(EvalError::Runtime { .. })), "{r:?}");
+    assert!(
+        matches!(r, Err(EvalError::Budget { ref which }) if which.contains("size cap")),
+        "{r:?}"
+    );
+}
+
+/// Single operations that would build gigabytes or terabytes end with a budget error, before
+/// allocating: each was a gap of the loop-only checks (SECURITY.md).
+#[test]
+fn one_operation_cannot_build_without_bound() {
+    let cases = [
+        // 10 GB in one `*`.
+        (r#""x" * 10000000000"#, json!(null)),
+        (r#"10000000000 * "x""#, json!(null)),
+        (r#".s * .n"#, json!({"s": "abc", "n": 10_000_000_000_i64})),
+        (r#".s *= 10000000000"#, json!({"s": "abc"})),
+        // Doubling without a loop: 2^40 bytes written out.
+        (&format!(r#""x"{}"#, " | (. + .)".repeat(40)), json!(null)),
+        (&format!("[1]{}", " | . += .".repeat(40)), json!(null)),
+        // A value that shares structure is a few hundred bytes in memory and 2^40 leaves as
+        // text: converting it to a string, to JSON, or returning it is refused.
+        (
+            &format!("1{} | tojson", " | {a: ., b: .}".repeat(40)),
+            json!(null),
+        ),
+        (
+            &format!("1{} | tostring", " | {a: ., b: .}".repeat(40)),
+            json!(null),
+        ),
+        (
+            &format!(r#"1{} | "\(.)""#, " | [., .]".repeat(40)),
+            json!(null),
+        ),
+        (
+            &format!("1{} | @base64", " | [., .]".repeat(40)),
+            json!(null),
+        ),
+        (&format!("1{}", " | {a: ., b: .}".repeat(40)), json!(null)),
+        // Collecting a cartesian product: 10^12 items.
+        (
+            "[.[] as $a | .[] as $b | .[] as $c | .[]]",
+            json!((0..1000).collect::<Vec<_>>()),
+        ),
+        // Many values each under the cap: the total is bounded too.
+        (r#"[range(100000) | "x" * 4000000] | length"#, json!(null)),
+        (
+            r#"[limit(100000; repeat("y" * 4000000))] | length"#,
+            json!(null),
+        ),
+    ];
+    for (expr, input) in cases {
+        match eval(expr, input) {
+            Err(EvalError::Budget { which }) => assert!(
+                ["size cap", "step budget", "total size budget"]
+                    .iter()
+                    .any(|w| which.contains(w)),
+                "{expr}: {which}"
+            ),
+            other => panic!("{expr}: {other:?}"),
+        }
+    }
+}
+
+/// What plain jaq (its whole standard library, no sandbox, no rewrite) answers.
+fn plain_jaq(expr: &str, input: serde_json::Value) -> Result<Vec<serde_json::Value>, String> {
+    use jaq_core::data::JustLut;
+    use jaq_core::load::{Arena, File, Loader};
+    type D = JustLut<jaq_json::Val>;
+    let defs = jaq_core::defs()
+        .chain(jaq_std::defs())
+        .chain(jaq_json::defs());
+    let funs = jaq_core::funs::<D>()
+        .chain(jaq_std::funs::<D>())
+        .chain(jaq_json::funs::<D>());
+    let arena = Arena::default();
+    let modules = Loader::new(defs)
+        .load(
+            &arena,
+            File {
+                code: expr,
+                path: (),
+            },
+        )
+        .map_err(|_| "load".to_string())?;
+    let filter = jaq_core::Compiler::default()
+        .with_funs(funs)
+        .compile(modules)
+        .map_err(|_| "compile".to_string())?;
+    let ctx = jaq_core::Ctx::<D>::new(&filter.lut, jaq_core::Vars::new([]));
+    filter
+        .id
+        .run((ctx, to_val(&input)))
+        .map(|r| {
+            r.map(|v| from_val(&v))
+                .map_err(|e| format!("{:?}", e.get_err().ok()))
+        })
+        .collect()
+}
+
+/// The checked operators and conversions answer exactly as plain jaq does.
+#[test]
+fn checked_operators_keep_their_meaning() {
+    let cases = [
+        (r#""ab" * 3"#, json!(null)),
+        (r#""ab" * 0"#, json!(null)),
+        (r#""ab" * -1"#, json!(null)),
+        (r#"3 * "ab""#, json!(null)),
+        (r#""ab" * 1.5"#, json!(null)),
+        ("{a: {b: 1}} * {a: {c: 2}}", json!(null)),
+        (r#"{} * "x""#, json!(null)),
+        ("[(1, 2) * (10, 20)]", json!(null)),
+        ("[(1, 2) + (10, 20)]", json!(null)),
+        (".a + .b", json!({"a": [1], "b": [2]})),
+        (".a + .b", json!({"a": {"x": 1}, "b": {"x": 2, "y": 3}})),
+        (".a + null, null + .a", json!({"a": "x"})),
+        (".a + 1", json!({"a": "x"})),
+        (".a += 1 | .a *= 2", json!({"a": 1})),
+        (r#".a += "y""#, json!({"a": "x"})),
+        (".[] += 1", json!([1, 2])),
+        (".a *= .b", json!({"a": "x", "b": 3})),
+        (r#""\(.) and \(.a)""#, json!({"a": [1, "x"]})),
+        (r#""\(1, 2)-\("a", "b")""#, json!(null)),
+        (
+            "tojson, tostring, (.a | tostring), (.a | tojson)",
+            json!({"a": "x"}),
+        ),
+        (
+            r#"@json "v=\(.a)", @base64 "\(.a)", @text "\(.)", @html "<\(.a)>""#,
+            json!({"a": "x<"}),
+        ),
+        (r#".a | join(","), join("")"#, json!({"a": ["x", 1, null]})),
+        (".a | add", json!({"a": ["x", "y"]})),
+        (".a | add", json!({"a": [[1], [2]]})),
+        (
+            "[.[] | . * 2], map(. + 1), (to_entries | from_entries)",
+            json!([1, 2]),
+        ),
+        ("(1, 2) as $x | $x + $x", json!(null)),
+        (
+            "reduce .[] as $x (0; . + $x), [foreach .[] as $x (0; . + $x)]",
+            json!([1, 2, 3]),
+        ),
+        (
+            r#"[splits(", *")] | map(ascii_upcase) | join("-")"#,
+            json!("a, b,c"),
+        ),
+        (
+            r#"sub("(?<x>b)"; "[\(.x)]"), gsub("a"; "A")"#,
+            json!("abcab"),
+        ),
+        (
+            "[paths], [paths(type == \"number\")], (tostream | tojson)?",
+            json!({"a": [1, {"b": 2}]}),
+        ),
+        ("with_entries(.value += 1) | keys", json!({"a": 1, "b": 2})),
+        ("limit(3; repeat(1)) * 2", json!(null)),
+        (
+            r#"[.[] | select(. > 1)] | length, (map(tostring) | join(" "))"#,
+            json!([1, 2, 3]),
+        ),
+        (
+            "pick(.a.b), (.a | to_entries), walk(if type == \"number\" then . + 1 end)",
+            json!({"a": {"b": 1, "c": [2]}}),
+        ),
+        ("@sh \"echo \\(.)\", @uri \"q=\\(.)\"", json!("a b'c")),
+        ("[range(5)] | .[1:3] + .[3:]", json!(null)),
+        ("-(.a) + 1, (.a - 1) * -2", json!({"a": 4})),
+        ("def f(x): x + x; f(.a), f(\"s\")", json!({"a": 2})),
+        (r#"{(.k + "x"): (.v * 2)}"#, json!({"k": "a", "v": 3})),
+        (
+            r#". as {a: $x, ("b" + ""): $y} | $x + $y"#,
+            json!({"a": 1, "b": 2}),
+        ),
+    ];
+    for (expr, input) in cases {
+        let ours = Expr::compile(expr)
+            .map_err(|e| e.to_string())
+            .and_then(|e| {
+                e.eval(&to_val(&input), &[], &Limits::default())
+                    .map(|v| v.iter().map(from_val).collect::<Vec<_>>())
+                    .map_err(|e| e.to_string())
+            });
+        let theirs = plain_jaq(expr, input);
+        match (&ours, &theirs) {
+            (Ok(a), Ok(b)) => assert_eq!(a, b, "{expr}"),
+            (Err(_), Err(_)) => {}
+            _ => panic!("{expr}: wlmap {ours:?}, jaq {theirs:?}"),
+        }
+    }
+    // A runtime error of the operator is jaq's own message.
+    let e = eval(r#"{} * "x""#, json!(null)).unwrap_err();
+    assert!(e.to_string().contains("cannot calculate"), "{e}");
+}
+
+#[test]
+fn wlmap_names_are_reserved() {
+    for expr in [
+        "__tick",
+        "$__which",
+        ". as $__l | $__l",
+        "def __mul(a; b): 1; 2 * .",
+        "label $__x | 1",
+    ] {
+        let e = Expr::compile(expr).unwrap_err();
+        assert!(e.message.contains("reserved"), "{expr}: {}", e.message);
+        assert!(expr[e.span.clone()].contains("__"), "{expr}: {:?}", e.span);
+    }
 }
 
 #[test]

@@ -1,0 +1,330 @@
+//! Rewrites of parsed jq terms that put the sandbox's checks where jaq has no hook of its own.
+//!
+//! jaq evaluates `*`, `+`, `[...]` and `"\(...)"` inside its interpreter, so a single operation
+//! such as `"x" * 10000000000` or `"\(deeply shared value)"` could allocate without bound before
+//! any loop step is checked. These operations are rewritten, once, at compile time, into calls
+//! of checked natives (see `sandbox.rs`); the standard library's definitions get the same
+//! rewrite, so `add`, `join`, `tostring` and `map` are checked too. Fold updates get a
+//! size-checked step (user expressions only: the standard library's folds are not paths).
+//!
+//! The module also finds which standard definitions an expression can reach, so that a
+//! compile includes only those ("tree shaking"): compiling all of jaq's standard library
+//! took most of a definition's compile time.
+
+use jaq_core::load::lex::StrPart;
+use jaq_core::load::parse::{BinaryOp, Def, Pattern, Term};
+use jaq_core::ops::Math;
+use jaq_core::path::{Part, Path};
+use std::collections::HashSet;
+
+/// What to rewrite.
+#[derive(Clone, Copy)]
+pub(crate) struct Rewrite {
+    /// Put `| __tick` after the update of every `reduce` and `foreach` (value mode only:
+    /// `__tick` is not a path expression).
+    pub(crate) tick_folds: bool,
+}
+
+fn call<'s>(name: &'s str, args: Vec<Term<&'s str>>) -> Term<&'s str> {
+    Term::Call(name, args)
+}
+
+fn pipe<'s>(l: Term<&'s str>, r: Term<&'s str>) -> Term<&'s str> {
+    Term::BinOp(Box::new(l), BinaryOp::Pipe(None), Box::new(r))
+}
+
+/// True for a number literal: `x + 1` or `2 * 3` cannot grow a string, array or object.
+fn is_num(t: &Term<&str>) -> bool {
+    matches!(t, Term::Num(_))
+}
+
+impl Rewrite {
+    /// Rewrite a term (and everything inside it).
+    pub(crate) fn term<'s>(self, t: Term<&'s str>) -> Term<&'s str> {
+        let b = |t: Box<Term<&'s str>>| Box::new(self.term(*t));
+        match t {
+            Term::BinOp(l, BinaryOp::Math(op @ (Math::Mul | Math::Add)), r) => {
+                let keep = match op {
+                    Math::Mul => is_num(&l) && is_num(&r),
+                    _ => is_num(&l) || is_num(&r),
+                };
+                let (l, r) = (self.term(*l), self.term(*r));
+                if keep {
+                    Term::BinOp(Box::new(l), BinaryOp::Math(op), Box::new(r))
+                } else {
+                    let name = if matches!(op, Math::Mul) {
+                        "__mul"
+                    } else {
+                        "__add"
+                    };
+                    call(name, vec![l, r])
+                }
+            }
+            // `l *= r` is `r as $x | l |= . * $x` (jaq's own definition of it).
+            Term::BinOp(l, BinaryOp::UpdateMath(op @ (Math::Mul | Math::Add)), r)
+                if !is_num(&r) || matches!(op, Math::Mul) =>
+            {
+                let name = if matches!(op, Math::Mul) {
+                    "__mulv"
+                } else {
+                    "__addv"
+                };
+                let update = Term::BinOp(
+                    b(l),
+                    BinaryOp::Update,
+                    Box::new(call(name, vec![Term::Id, Term::Var("$__wlmap_u")])),
+                );
+                Term::BinOp(
+                    b(r),
+                    BinaryOp::Pipe(Some(Pattern::Var("$__wlmap_u"))),
+                    Box::new(update),
+                )
+            }
+            Term::BinOp(l, op, r) => {
+                let op = match op {
+                    BinaryOp::Pipe(Some(p)) => BinaryOp::Pipe(Some(self.pattern(p))),
+                    op => op,
+                };
+                Term::BinOp(b(l), op, b(r))
+            }
+            // Every collected item is a step and is size-checked: `[.[] as $a | .[] | ...]`
+            // cannot collect without bound.
+            Term::Arr(Some(f)) => {
+                Term::Arr(Some(Box::new(pipe(self.term(*f), call("__tick", vec![])))))
+            }
+            Term::Str(fmt, parts) => {
+                let plain = fmt.is_none();
+                let parts = parts
+                    .into_iter()
+                    .map(|p| match p {
+                        StrPart::Term(f) if plain => {
+                            StrPart::Term(pipe(self.term(f), call("__tostr", vec![])))
+                        }
+                        StrPart::Term(f) => StrPart::Term(self.term(f)),
+                        other => other,
+                    })
+                    .collect();
+                Term::Str(fmt, parts)
+            }
+            Term::Obj(kvs) => Term::Obj(
+                kvs.into_iter()
+                    .map(|(k, v)| (self.term(k), v.map(|v| self.term(v))))
+                    .collect(),
+            ),
+            Term::Neg(t) => Term::Neg(b(t)),
+            Term::Label(l, t) => Term::Label(l, b(t)),
+            Term::Fold(name, xs, pat, args) => {
+                let args = args
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, a)| {
+                        let a = self.term(a);
+                        if i == 1 && self.tick_folds {
+                            pipe(a, call("__tick", vec![]))
+                        } else {
+                            a
+                        }
+                    })
+                    .collect();
+                Term::Fold(name, b(xs), self.pattern(pat), args)
+            }
+            Term::TryCatch(t, c) => Term::TryCatch(b(t), c.map(b)),
+            Term::IfThenElse(branches, e) => Term::IfThenElse(
+                branches
+                    .into_iter()
+                    .map(|(c, t)| (self.term(c), self.term(t)))
+                    .collect(),
+                e.map(b),
+            ),
+            Term::Def(defs, body) => {
+                Term::Def(defs.into_iter().map(|d| self.def(d)).collect(), b(body))
+            }
+            Term::Call(name, args) => {
+                Term::Call(name, args.into_iter().map(|a| self.term(a)).collect())
+            }
+            Term::Path(t, path) => Term::Path(
+                b(t),
+                Path(
+                    path.0
+                        .into_iter()
+                        .map(|(part, opt)| {
+                            let part = match part {
+                                Part::Index(i) => Part::Index(self.term(i)),
+                                Part::Range(x, y) => {
+                                    Part::Range(x.map(|x| self.term(x)), y.map(|y| self.term(y)))
+                                }
+                            };
+                            (part, opt)
+                        })
+                        .collect(),
+                ),
+            ),
+            other => other,
+        }
+    }
+
+    /// Rewrite a definition's body.
+    pub(crate) fn def(self, d: Def<&str>) -> Def<&str> {
+        Def {
+            name: d.name,
+            args: d.args,
+            body: self.term(d.body),
+        }
+    }
+
+    fn pattern(self, p: Pattern<&str>) -> Pattern<&str> {
+        match p {
+            Pattern::Var(v) => Pattern::Var(v),
+            Pattern::Arr(ps) => Pattern::Arr(ps.into_iter().map(|p| self.pattern(p)).collect()),
+            Pattern::Obj(kvs) => Pattern::Obj(
+                kvs.into_iter()
+                    .map(|(k, p)| (self.term(k), self.pattern(p)))
+                    .collect(),
+            ),
+        }
+    }
+}
+
+/// The names a term uses: filters it calls or defines (including string formats such as
+/// `@base64`) and variables and labels it reads or binds (with their `$`). Locally defined
+/// names count too: for the standard library, over-approximating only keeps more of it.
+#[derive(Default)]
+pub(crate) struct Names<'s> {
+    /// Filters called or defined.
+    pub(crate) calls: HashSet<&'s str>,
+    /// Variables and labels.
+    pub(crate) vars: HashSet<&'s str>,
+}
+
+impl<'s> Names<'s> {
+    /// Add the names of a term.
+    pub(crate) fn term(&mut self, t: &Term<&'s str>) {
+        match t {
+            Term::Var(v) | Term::Break(v) => {
+                self.vars.insert(v);
+            }
+            Term::Call(name, args) => {
+                self.calls.insert(name);
+                args.iter().for_each(|a| self.term(a));
+            }
+            Term::Str(fmt, parts) => {
+                if let Some(f) = fmt {
+                    self.calls.insert(f);
+                }
+                for p in parts {
+                    if let StrPart::Term(t) = p {
+                        self.term(t);
+                    }
+                }
+            }
+            Term::Arr(Some(a)) | Term::Neg(a) => self.term(a),
+            Term::Label(l, a) => {
+                self.vars.insert(l);
+                self.term(a)
+            }
+            Term::Obj(kvs) => kvs.iter().for_each(|(k, v)| {
+                self.term(k);
+                if let Some(v) = v {
+                    self.term(v);
+                }
+            }),
+            Term::BinOp(l, op, r) => {
+                if let BinaryOp::Pipe(Some(p)) = op {
+                    self.pattern(p);
+                }
+                self.term(l);
+                self.term(r);
+            }
+            Term::Fold(_, xs, pat, args) => {
+                self.term(xs);
+                self.pattern(pat);
+                args.iter().for_each(|a| self.term(a));
+            }
+            Term::TryCatch(t, c) => {
+                self.term(t);
+                if let Some(c) = c {
+                    self.term(c);
+                }
+            }
+            Term::IfThenElse(branches, e) => {
+                for (c, t) in branches {
+                    self.term(c);
+                    self.term(t);
+                }
+                if let Some(e) = e {
+                    self.term(e);
+                }
+            }
+            Term::Def(defs, body) => {
+                for d in defs {
+                    self.calls.insert(d.name);
+                    for a in &d.args {
+                        if a.starts_with('$') {
+                            self.vars.insert(a);
+                        } else {
+                            self.calls.insert(a);
+                        }
+                    }
+                    self.term(&d.body);
+                }
+                self.term(body);
+            }
+            Term::Path(t, path) => {
+                self.term(t);
+                for (part, _) in &path.0 {
+                    match part {
+                        Part::Index(i) => self.term(i),
+                        Part::Range(x, y) => {
+                            if let Some(x) = x {
+                                self.term(x);
+                            }
+                            if let Some(y) = y {
+                                self.term(y);
+                            }
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn pattern(&mut self, p: &Pattern<&'s str>) {
+        match p {
+            Pattern::Var(v) => {
+                self.vars.insert(v);
+            }
+            Pattern::Arr(ps) => ps.iter().for_each(|p| self.pattern(p)),
+            Pattern::Obj(kvs) => kvs.iter().for_each(|(k, p)| {
+                self.term(k);
+                self.pattern(p);
+            }),
+        }
+    }
+}
+
+/// The standard definitions reachable from `roots`, in their original order (later
+/// definitions may shadow earlier ones of the same name, so order matters).
+pub(crate) fn reachable<'a>(
+    prelude: &'a [(Def<&'static str>, Vec<&'static str>)],
+    roots: &HashSet<&str>,
+) -> Vec<&'a Def<&'static str>> {
+    let mut wanted: HashSet<&str> = roots.clone();
+    let mut todo: Vec<&str> = wanted.iter().copied().collect();
+    while let Some(name) = todo.pop() {
+        for (d, deps) in prelude {
+            if d.name == name {
+                for dep in deps {
+                    if wanted.insert(dep) {
+                        todo.push(dep);
+                    }
+                }
+            }
+        }
+    }
+    prelude
+        .iter()
+        .filter(|(d, _)| wanted.contains(d.name))
+        .map(|(d, _)| d)
+        .collect()
+}
