@@ -17,7 +17,15 @@ use crate::{Error, Location};
 /// ```
 pub fn decode(text: &str, file: &str) -> Result<Vec<Karta>, Error> {
     let trimmed = text.trim_start();
-    let values: Vec<serde_json::Value> = if trimmed.starts_with('{') || trimmed.starts_with('[') {
+    let json = trimmed.starts_with('{') || trimmed.starts_with('[');
+    // YAML is parsed once, straight into definitions, unless a document may be a `List`
+    // (a top-level `items` key, or a flow-style document): parsing is most of a decode.
+    if !json && !may_hold_a_list(text) {
+        let kartas: Vec<Karta> = serde_saphyr::from_multiple_with_options(text, options())
+            .map_err(|e| yaml_error(&e, file))?;
+        return kartas.into_iter().map(|k| convert(k, file)).collect();
+    }
+    let values: Vec<serde_json::Value> = if json {
         let mut out = Vec::new();
         for v in serde_json::Deserializer::from_str(text).into_iter::<serde_json::Value>() {
             out.push(v.map_err(|e| json_error(&e, file))?);
@@ -46,7 +54,7 @@ pub fn decode(text: &str, file: &str) -> Result<Vec<Karta>, Error> {
                 kartas.push(k);
             }
         }
-    } else if trimmed.starts_with('{') || trimmed.starts_with('[') {
+    } else if json {
         for k in serde_json::Deserializer::from_str(text).into_iter::<Karta>() {
             kartas.push(k.map_err(|e| json_error(&e, file))?);
         }
@@ -55,6 +63,19 @@ pub fn decode(text: &str, file: &str) -> Result<Vec<Karta>, Error> {
             .map_err(|e| yaml_error(&e, file))?;
     }
     kartas.into_iter().map(|k| convert(k, file)).collect()
+}
+
+/// True when a YAML text may hold a `List`: a line that starts with an `items` key, or a
+/// flow-style (`{`, `[`) or anchored top-level node. False positives only cost a second parse.
+fn may_hold_a_list(text: &str) -> bool {
+    text.lines().any(|l| {
+        let l = l.strip_prefix("---").map_or(l, str::trim_start);
+        let key = l.trim_start();
+        ["items", "\"items\"", "'items'"]
+            .iter()
+            .any(|p| key.starts_with(p))
+            || ["{", "[", "&", "!", "?"].iter().any(|p| l.starts_with(p))
+    })
 }
 
 /// Decode a file that must hold exactly one definition.
@@ -129,5 +150,54 @@ pub(crate) fn json_error(e: &serde_json::Error, file: &str) -> Error {
     Error::Decode {
         location: Some(Location::new(file, e.line() as u64, e.column() as u64)),
         message,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The example definition as block-style YAML, indented by `indent` spaces.
+    fn yaml(indent: usize) -> String {
+        let v = serde_json::to_value(Karta::example()).unwrap();
+        let text = serde_saphyr::to_string(&v).unwrap();
+        text.lines()
+            .map(|l| format!("{}{l}\n", " ".repeat(indent)))
+            .collect()
+    }
+
+    #[test]
+    fn lists_and_documents_decode_alike() {
+        let one = yaml(0);
+        let items = yaml(4).replacen("    ", "  - ", 1);
+        let json = serde_json::to_string(&Karta::example()).unwrap();
+        let cases = [
+            (one.clone(), 1),
+            (format!("{one}---\n{one}"), 2),
+            (
+                format!("apiVersion: v1\nkind: List\nitems:\n{items}{items}"),
+                2,
+            ),
+            (format!("kind: KartaList\n'items':\n{items}"), 1),
+            (
+                format!("{one}---\n{{\"kind\": \"List\", \"items\": [{json}]}}\n"),
+                2,
+            ),
+            (
+                format!("{{\"kind\": \"List\", \"items\": [{json}, {json}]}}"),
+                2,
+            ),
+            (json.clone(), 1),
+        ];
+        for (text, n) in cases {
+            let all = decode(&text, "t.yaml").unwrap_or_else(|e| panic!("{e}\n{text}"));
+            assert_eq!(all.len(), n, "{text}");
+            assert!(all.iter().all(|k| *k == Karta::example()), "{text}");
+        }
+        // A one-pass decode still reports unknown fields with their line.
+        let bad = one.replacen("spec:", "spec:\n  extra: 1", 1);
+        let e = decode(&bad, "t.yaml").unwrap_err();
+        assert!(e.to_string().contains("extra"), "{e}");
+        assert!(e.location().is_some_and(|l| l.line > 1), "{e:?}");
     }
 }
