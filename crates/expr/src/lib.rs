@@ -38,8 +38,8 @@ use jaq_core::load::{Arena, File, Loader};
 use jaq_core::{Compiler, Ctx, Vars};
 use rewrite::{Names, Rewrite};
 use sandbox::{
-    Budget, CHECKED_OPS, FORBIDDEN_VARS, FORBIDDEN_WORDS, PRELUDE, REMOVED_NATIVES,
-    RESERVED_PREFIX, RunData,
+    Budget, CHECKED_OPS, FORBIDDEN_VARS, FORBIDDEN_WORDS, GETPATH, PRELUDE, REMOVED_NATIVES,
+    RENAMED_NATIVES, RESERVED_PREFIX, RunData,
 };
 use std::ops::Range;
 use std::sync::{Arc, OnceLock};
@@ -516,10 +516,14 @@ fn run_unguarded(
         }
         match r {
             Ok(v) => {
-                if !budget.fits(&v) || !sandbox::tree_fits(&v, limits.max_len) {
-                    budget.exceed_size();
+                if let Err(why) = budget.check_shape(&v) {
                     return Err(EvalError::Budget {
-                        which: format!("size cap of {} bytes or entries", limits.max_len),
+                        which: match why {
+                            "size cap" => {
+                                format!("size cap of {} bytes or entries", limits.max_len)
+                            }
+                            other => other.to_string(),
+                        },
                     });
                 }
                 if out.len() >= limits.max_outputs {
@@ -561,9 +565,13 @@ fn prelude() -> &'static [(Def<&'static str>, Vec<&'static str>)] {
     static DEFS: OnceLock<Vec<(Def<&'static str>, Vec<&'static str>)>> = OnceLock::new();
     DEFS.get_or_init(|| {
         let ours = |text| jaq_core::load::parse(text, |p| p.defs()).unwrap_or_default();
+        let getpath = ours(GETPATH);
         ours(CHECKED_OPS)
             .into_iter()
-            .chain(jaq_core::defs())
+            .chain(jaq_core::defs().map(|d| match d.name {
+                "getpath" => getpath[0].clone(),
+                _ => d,
+            }))
             .chain(jaq_std::defs())
             .chain(jaq_json::defs())
             .chain(ours(PRELUDE))
@@ -651,6 +659,10 @@ fn compile_program(
         .chain(jaq_json::funs::<Sandbox>())
         .filter(|(name, _, _)| {
             !REMOVED_NATIVES.contains(name) && *name != "range" && *name != "tojson"
+        })
+        .map(|(name, args, f)| {
+            let renamed = RENAMED_NATIVES.iter().find(|(from, _)| *from == name);
+            (renamed.map_or(name, |(_, to)| to), args, f)
         })
         .chain(sandbox::natives());
     let loader = Loader::new(defs);

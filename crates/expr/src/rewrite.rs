@@ -74,11 +74,12 @@ impl Rewrite {
                     BinaryOp::Update,
                     Box::new(call(name, vec![Term::Id, Term::Var("$__wlmap_u")])),
                 );
-                Term::BinOp(
+                let bound = Term::BinOp(
                     b(r),
                     BinaryOp::Pipe(Some(Pattern::Var("$__wlmap_u"))),
                     Box::new(update),
-                )
+                );
+                pipe(bound, call("__tree", vec![]))
             }
             Term::BinOp(l, op, r) => {
                 let op = match op {
@@ -106,10 +107,14 @@ impl Rewrite {
                     .collect();
                 Term::Str(fmt, parts)
             }
-            Term::Obj(kvs) => Term::Obj(
-                kvs.into_iter()
-                    .map(|(k, v)| (self.term(k), v.map(|v| self.term(v))))
-                    .collect(),
+            // `{a: ., b: .}` nested 40 times is 2^40 leaves: objects are checked as trees.
+            Term::Obj(kvs) if !kvs.is_empty() => pipe(
+                Term::Obj(
+                    kvs.into_iter()
+                        .map(|(k, v)| (self.term(k), v.map(|v| self.term(v))))
+                        .collect(),
+                ),
+                call("__tree", vec![]),
             ),
             Term::Neg(t) => Term::Neg(b(t)),
             Term::Label(l, t) => Term::Label(l, b(t)),

@@ -4,8 +4,13 @@
 use jaq_core::data::{DataT, HasLut};
 use jaq_core::native::{Fun, bome, v};
 use jaq_core::{Exn, Lut, Native};
+use jaq_json::Rc;
 use jaq_json::Val;
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+
+/// A `Weak` to a measured array or object: it only pins the allocation's address.
+type Pin = Box<dyn std::any::Any>;
 use std::time::Instant;
 
 /// Names no definition expression may use: they read the process environment or other input,
@@ -58,8 +63,25 @@ pub(crate) struct Budget {
     max_len: usize,
     /// What `+`, `*` and conversions to strings may still build (bytes or entries).
     build_left: Cell<usize>,
+    /// Size and depth of the arrays and objects measured so far, by address. A `Weak` keeps
+    /// the address from being reused while the entry exists (without keeping the contents),
+    /// so a hit is always the same value. Shared parts are measured once: a value that shares
+    /// structure is measured in time linear in its memory, not in its size as a tree.
+    shapes: RefCell<HashMap<usize, (Shape, Pin)>>,
     exhausted: Cell<Option<&'static str>>,
 }
+
+/// Size of a value read as a tree (values, keys and string bytes) and its depth.
+#[derive(Clone, Copy)]
+struct Shape {
+    len: usize,
+    depth: usize,
+}
+
+/// Deepest nesting a value built by an expression may have. Kubernetes objects nest a few dozen
+/// levels; without a bound, `reduce range(1e5) as $i (1; [.])` overflows the stack when the
+/// value is dropped, and that aborts the process.
+pub(crate) const MAX_DEPTH: usize = 512;
 
 /// How much more than the size cap one evaluation may build in total: `add` and `join` build
 /// their result one `+` at a time, so the sum of what they build grows with the square of the
@@ -74,8 +96,77 @@ impl Budget {
             deadline,
             max_len,
             build_left: Cell::new(max_len.saturating_mul(BUILD_FACTOR)),
+            shapes: RefCell::new(HashMap::new()),
             exhausted: Cell::new(None),
         }
+    }
+
+    /// Check a built value read as a tree: `Err("size cap")` past `max_len` values, keys and
+    /// string bytes, `Err("depth cap")` past [`MAX_DEPTH`] levels.
+    pub(crate) fn check_shape(&self, v: &Val) -> Result<(), &'static str> {
+        if let Some(why) = self.exhausted.get() {
+            return Err(why);
+        }
+        let s = self.shape(v, 0);
+        let why = if s.depth > MAX_DEPTH {
+            "depth cap"
+        } else if s.len > self.max_len {
+            "size cap"
+        } else {
+            return Ok(());
+        };
+        self.exhausted.set(Some(why));
+        Err(why)
+    }
+
+    fn shape(&self, v: &Val, level: usize) -> Shape {
+        let (key, weak, children) = match v {
+            Val::Arr(a) => (
+                Rc::as_ptr(a) as usize,
+                Box::new(Rc::downgrade(a)) as Pin,
+                a.len(),
+            ),
+            Val::Obj(o) => (
+                Rc::as_ptr(o) as *const () as usize,
+                Box::new(Rc::downgrade(o)) as Pin,
+                2 * o.len(),
+            ),
+            Val::TStr(b) | Val::BStr(b) => {
+                return Shape {
+                    len: 1 + b.len(),
+                    depth: 0,
+                };
+            }
+            _ => return Shape { len: 1, depth: 0 },
+        };
+        if let Some((s, _)) = self.shapes.borrow().get(&key) {
+            return *s;
+        }
+        let mut s = Shape {
+            len: 1 + children,
+            depth: 1,
+        };
+        if level > MAX_DEPTH {
+            s.depth = level; // stop here: deeper than allowed
+        } else {
+            let mut add = |c: &Val| {
+                let c = self.shape(c, level + 1);
+                s.len = s.len.saturating_add(c.len);
+                s.depth = s.depth.max(c.depth + 1);
+                s.len <= self.max_len && s.depth <= MAX_DEPTH
+            };
+            match v {
+                Val::Arr(a) => {
+                    let _ = a.iter().all(&mut add);
+                }
+                Val::Obj(o) => {
+                    let _ = o.iter().all(|(k, v)| add(k) && add(v));
+                }
+                _ => {}
+            }
+        }
+        self.shapes.borrow_mut().insert(key, (s, weak));
+        s
     }
 
     /// Account for a value about to be built with `len` bytes or entries: `Err` when it is
@@ -100,17 +191,7 @@ impl Budget {
     /// the size cap (string doubling inside `reduce`, `until`, `repeat`...).
     pub(crate) fn tick_with(&self, v: &Val) -> Result<(), &'static str> {
         self.tick()?;
-        if !self.fits(v) {
-            self.exhausted.set(Some("size cap"));
-            return Err("size cap");
-        }
-        Ok(())
-    }
-
-    /// True when a value is within the size cap (shallow: the string's bytes or the number
-    /// of entries; anything deeper was built one loop step or one output at a time).
-    pub(crate) fn fits(&self, v: &Val) -> bool {
-        shallow_len(v) <= self.max_len
+        self.check_shape(v)
     }
 
     /// Spend one step; `Err` once the step budget or the deadline is exhausted.
@@ -129,11 +210,6 @@ impl Budget {
             return Err("time budget");
         }
         Ok(())
-    }
-
-    /// Record that the size cap was hit outside a loop (an output too long).
-    pub(crate) fn exceed_size(&self) {
-        self.exhausted.set(Some("size cap"));
     }
 
     /// Which budget ran out, if any.
@@ -228,7 +304,16 @@ fn checked_mul(l: Val, r: Val, budget: &Budget) -> jaq_json::ValR {
     if let Some(len) = grown {
         budget.build(len).map_err(budget_value_error)?;
     }
-    l * r
+    built(l * r, budget)
+}
+
+/// A result of `*` or `+`, with its shape checked when it is an array or object.
+fn built(r: jaq_json::ValR, budget: &Budget) -> jaq_json::ValR {
+    let v = r?;
+    if matches!(v, Val::Arr(_) | Val::Obj(_)) {
+        budget.check_shape(&v).map_err(budget_value_error)?;
+    }
+    Ok(v)
 }
 
 /// `l + r`, refused before allocating when the result would pass the size cap.
@@ -242,7 +327,7 @@ fn checked_add(l: Val, r: Val, budget: &Budget) -> jaq_json::ValR {
     if let Some(len) = grown {
         budget.build(len).map_err(budget_value_error)?;
     }
-    l + r
+    built(l + r, budget)
 }
 
 fn budget_value_error(why: &str) -> jaq_core::Error<Val> {
@@ -281,6 +366,29 @@ pub(crate) fn natives() -> impl Iterator<Item = Fun<Sandbox>> {
                     .map_err(budget_value_error),
             };
             bome(r)
+        }),
+    );
+    let jsondepth: Fun<Sandbox> = (
+        "__jsondepth",
+        v(0),
+        Native::new(|cv| {
+            let r = match &cv.1 {
+                Val::TStr(b) | Val::BStr(b) if json_depth(b) > MAX_DEPTH => {
+                    Err(jaq_core::Error::new(Val::from(format!(
+                        "JSON text nested deeper than {MAX_DEPTH} levels"
+                    ))))
+                }
+                _ => Ok(cv.1),
+            };
+            bome(r)
+        }),
+    );
+    let tree: Fun<Sandbox> = (
+        "__tree",
+        v(0),
+        Native::new(|cv| {
+            let r = cv.0.data().budget.check_shape(&cv.1).map(|()| cv.1);
+            bome(r.map_err(budget_value_error))
         }),
     );
     let tojson: Fun<Sandbox> = (
@@ -374,6 +482,8 @@ pub(crate) fn natives() -> impl Iterator<Item = Fun<Sandbox>> {
         add,
         tostr,
         tojson,
+        jsondepth,
+        tree,
         refused("env", 0),
         refused("halt", 1),
         refused("stderr_empty", 0),
@@ -387,7 +497,19 @@ pub(crate) fn natives() -> impl Iterator<Item = Fun<Sandbox>> {
 pub(crate) const CHECKED_OPS: &str = r#"
 def __mul(l; r): l as $__l | r as $__r | __mulv($__l; $__r);
 def __add(l; r): l as $__l | r as $__r | __addv($__l; $__r);
+def fromjson: __jsondepth | __fromjson;
 "#;
+
+/// Replaces jaq's own `getpath` (which `setpath`, `delpaths` and `fromstream` use): a path of
+/// 100,000 keys would build a value nested as deep in one update.
+pub(crate) const GETPATH: &str = r#"
+def getpath($path):
+  if ($path | length) > 512 then error("path deeper than 512 levels")
+  else reduce $path[] as $p (.; .[$p]) end;
+"#;
+
+/// Natives that are registered under another name, behind a checked definition.
+pub(crate) const RENAMED_NATIVES: &[(&str, &str)] = &[("fromjson", "__fromjson")];
 
 /// Definitions that put a step on every iteration of the recursive builtins.
 pub(crate) const PRELUDE: &str = r#"
@@ -403,28 +525,30 @@ def IN(s): any(s == .; .);
 def IN(src; s): any(src == s; .);
 "#;
 
-/// True when a value, read as a tree, has at most `limit` values, string bytes and keys.
-/// Stops counting at the limit, so a value that shares structure (`{a: ., b: .}` nested 40
-/// times: 2^40 leaves in a few hundred bytes of memory) costs at most `limit` steps.
-pub(crate) fn tree_fits(v: &Val, limit: usize) -> bool {
-    let mut left = limit;
-    let mut todo = vec![v];
-    while let Some(v) = todo.pop() {
-        let n = 1 + shallow_len(v);
-        if n > left {
-            return false;
+/// Deepest nesting of `[` and `{` in a JSON text, outside strings.
+fn json_depth(text: &[u8]) -> usize {
+    let (mut depth, mut max, mut in_str, mut escaped) = (0usize, 0usize, false, false);
+    for &c in text {
+        if in_str {
+            match c {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_str = false,
+                _ => {}
+            }
+            continue;
         }
-        left -= n;
-        match v {
-            Val::Arr(a) => todo.extend(a.iter()),
-            Val::Obj(o) => o.iter().for_each(|(k, v)| {
-                todo.push(k);
-                todo.push(v)
-            }),
+        match c {
+            b'"' => in_str = true,
+            b'[' | b'{' => {
+                depth += 1;
+                max = max.max(depth);
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
             _ => {}
         }
     }
-    true
+    max
 }
 
 /// Bytes of a string, entries of an array or object, 0 for anything else.

@@ -260,6 +260,12 @@ fn one_operation_cannot_build_without_bound() {
             json!(null),
         ),
         (&format!("1{}", " | {a: ., b: .}".repeat(40)), json!(null)),
+        // Comparing two such values walks every leaf: they cannot be built.
+        (
+            &format!("(1{0}) as $x | (1{0}) == $x", " | {a: ., b: .}".repeat(40)),
+            json!(null),
+        ),
+        (&format!(".{}", " | (.a, .b) = .".repeat(40)), json!({})),
         // Collecting a cartesian product: 10^12 items.
         (
             "[.[] as $a | .[] as $b | .[] as $c | .[]]",
@@ -561,4 +567,55 @@ mod plain_paths {
             assert!(crate::plain::parse(p).is_none(), "{p}");
         }
     }
+}
+
+/// Values nested deeper than `MAX_DEPTH` are refused when built: dropping a value nested
+/// 100,000 deep overflowed the stack and aborted the process (found by this test).
+#[test]
+fn nesting_is_bounded() {
+    let deep_json = format!("{}1{}", "[".repeat(100_000), "]".repeat(100_000));
+    let cases = [
+        ("reduce range(100000) as $i (1; [.]) | length", json!(null)),
+        (
+            "reduce range(100000) as $i (1; {a: .}) | length",
+            json!(null),
+        ),
+        ("[limit(100000; 1 | recurse([.]))] | length", json!(null)),
+        ("last(limit(100000; 1 | recurse({a: .})))", json!(null)),
+        (
+            "null | setpath([range(20000) | tostring]; 1) | length",
+            json!(null),
+        ),
+        (
+            "null | getpath([range(20000) | 0]) = 1 | length",
+            json!(null),
+        ),
+        ("reduce range(20000) as $i (.; .a = .)", json!({})),
+        (".s | fromjson | length", json!({ "s": deep_json })),
+        (r#".s | tonumber"#, json!({ "s": deep_json })),
+    ];
+    for (expr, input) in cases {
+        match eval(expr, input) {
+            Err(e) => assert!(
+                ["depth cap", "deeper than", "step budget", "size cap"]
+                    .iter()
+                    .any(|w| e.to_string().contains(w)),
+                "{expr}: {e}"
+            ),
+            other => panic!("{expr}: {other:?}"),
+        }
+    }
+    // Nesting that real objects have is fine, and paths of ordinary length still work.
+    assert_eq!(
+        eval("reduce range(100) as $i (1; [.]) | flatten", json!(null)).unwrap(),
+        vec![json!([1])]
+    );
+    assert_eq!(
+        eval(r#"setpath(["a", "b", 0]; 1)"#, json!({"a": {"b": [0]}})).unwrap(),
+        vec![json!({"a": {"b": [1]}})]
+    );
+    assert_eq!(
+        eval(r#".s | fromjson"#, json!({"s": "[[1], {\"a\": \"[[[\"}]"})).unwrap(),
+        vec![json!([[1], {"a": "[[["}])]
+    );
 }
