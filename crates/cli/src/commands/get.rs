@@ -1,7 +1,7 @@
 //! `wlmap get`: workloads with status, pods and GPUs.
 
 use crate::args::{GetArgs, Output};
-use crate::context::{Context, print_data, resolve_all};
+use crate::context::{Context, print_data, resolve_all, resolve_all_parallel};
 use crate::defs::{resolve_type, targets};
 use crate::exit::{Result, not_found, usage};
 use crate::render;
@@ -130,7 +130,16 @@ pub fn run(ctx: &Context, a: &GetArgs) -> Result {
         let (oa, ob) = (&ctx.set.objects[*a], &ctx.set.objects[*b]);
         (oa.namespace(), oa.kind(), oa.name()).cmp(&(ob.namespace(), ob.kind(), ob.name()))
     });
-    let results = resolve_all(&ctx.set, &items, ctx.references(&ctx.set).as_ref());
+    // Offline, references come from the objects at hand: resolve on every core. Against a
+    // cluster, references are GETs on one connection: one thread.
+    let results = match &ctx.cluster {
+        None => resolve_all_parallel(
+            &ctx.set,
+            &items,
+            &wlmap_engine::ObjectsProvider(&ctx.set.objects),
+        ),
+        Some(_) => resolve_all(&ctx.set, &items, ctx.references(&ctx.set).as_ref()),
+    };
     let gpu = GpuPolicy::default();
     let mut failed = 0;
     let mut list = Vec::new();
