@@ -2,6 +2,7 @@
 
 use serde_json::Value;
 use std::sync::Arc;
+use wlmap_expr::Field;
 use wlmap_expr::Val;
 use wlmap_schema::GroupVersionKind;
 
@@ -109,7 +110,10 @@ impl Object {
     /// assert_eq!(wlmap_engine::Object::new(serde_json::json!({"kind": "Pod"})).kind(), "Pod");
     /// ```
     pub fn kind(&self) -> &str {
-        self.json.get("kind").and_then(Value::as_str).unwrap_or("")
+        self.json
+            .field("kind")
+            .and_then(Value::as_str)
+            .unwrap_or("")
     }
 
     /// `apiVersion`.
@@ -119,7 +123,7 @@ impl Object {
     /// ```
     pub fn api_version(&self) -> &str {
         self.json
-            .get("apiVersion")
+            .field("apiVersion")
             .and_then(Value::as_str)
             .unwrap_or("")
     }
@@ -142,8 +146,8 @@ impl Object {
     /// ```
     pub fn creation_timestamp(&self) -> Option<&str> {
         self.json
-            .get("metadata")
-            .and_then(|m| m.get("creationTimestamp"))
+            .field("metadata")
+            .and_then(|m| m.field("creationTimestamp"))
             .and_then(Value::as_str)
     }
 
@@ -154,7 +158,11 @@ impl Object {
     /// assert_eq!(o.label("a"), Some("b"));
     /// ```
     pub fn label(&self, key: &str) -> Option<&str> {
-        self.json.get("metadata")?.get("labels")?.get(key)?.as_str()
+        self.json
+            .field("metadata")?
+            .field("labels")?
+            .get(key)?
+            .as_str()
     }
 
     /// The owner reference that controls this object (`controller: true`), or the only one.
@@ -167,14 +175,14 @@ impl Object {
     pub fn controller_uid(&self) -> Option<&str> {
         let refs = self
             .json
-            .get("metadata")?
-            .get("ownerReferences")?
+            .field("metadata")?
+            .field("ownerReferences")?
             .as_array()?;
         let pick = refs
             .iter()
-            .find(|r| r.get("controller").and_then(Value::as_bool) == Some(true))
+            .find(|r| r.field("controller").and_then(Value::as_bool) == Some(true))
             .or_else(|| if refs.len() == 1 { refs.first() } else { None })?;
-        pick.get("uid")?.as_str()
+        pick.field("uid")?.as_str()
     }
 
     /// True for a Pod.

@@ -9,6 +9,7 @@ use crate::resources::{GpuPolicy, Resources, pod_request, resource_requirements}
 use crate::status::{Status, evaluate};
 use serde::Serialize;
 use serde_json::{Map, Value, json};
+use wlmap_expr::Field;
 use wlmap_expr::{Val, from_val, to_jq_string};
 use wlmap_schema::GroupVersionKind;
 
@@ -64,18 +65,18 @@ impl PodInfo {
     /// ```
     pub fn from_pod(pod: &Object, gpu: &GpuPolicy) -> PodInfo {
         let j = pod.json();
-        let status = j.get("status");
+        let status = j.field("status");
         let ready = status
-            .and_then(|s| s.get("conditions"))
+            .and_then(|s| s.field("conditions"))
             .and_then(Value::as_array)
             .is_some_and(|cs| {
                 cs.iter().any(|c| {
-                    c.get("type").and_then(Value::as_str) == Some("Ready")
-                        && c.get("status").and_then(Value::as_str) == Some("True")
+                    c.field("type").and_then(Value::as_str) == Some("Ready")
+                        && c.field("status").and_then(Value::as_str) == Some("True")
                 })
             });
         let waiting = status
-            .and_then(|s| s.get("containerStatuses"))
+            .and_then(|s| s.field("containerStatuses"))
             .and_then(Value::as_array)
             .and_then(|cs| {
                 cs.iter().find_map(|c| {
@@ -85,26 +86,26 @@ impl PodInfo {
                 })
             });
         let unschedulable = status
-            .and_then(|s| s.get("conditions"))
+            .and_then(|s| s.field("conditions"))
             .and_then(Value::as_array)
             .and_then(|cs| {
                 cs.iter().find(|c| {
-                    c.get("type").and_then(Value::as_str) == Some("PodScheduled")
-                        && c.get("status").and_then(Value::as_str) == Some("False")
+                    c.field("type").and_then(Value::as_str) == Some("PodScheduled")
+                        && c.field("status").and_then(Value::as_str) == Some("False")
                 })
             })
-            .and_then(|c| c.get("reason").and_then(Value::as_str));
+            .and_then(|c| c.field("reason").and_then(Value::as_str));
         let reason = status
-            .and_then(|s| s.get("reason"))
+            .and_then(|s| s.field("reason"))
             .and_then(Value::as_str)
             .or(waiting)
             .or(unschedulable)
             .map(str::to_string);
-        let resources = pod_request(j.get("spec").unwrap_or(&Value::Null));
+        let resources = pod_request(j.field("spec").unwrap_or(&Value::Null));
         PodInfo {
             name: pod.name().to_string(),
             phase: status
-                .and_then(|s| s.get("phase"))
+                .and_then(|s| s.field("phase"))
                 .and_then(Value::as_str)
                 .unwrap_or("Unknown")
                 .to_string(),
@@ -596,7 +597,7 @@ fn build(
         let pod_req = if has_spec {
             template
                 .as_ref()
-                .map(|t| pod_request(t.get("spec").unwrap_or(&Value::Null)))
+                .map(|t| pod_request(t.field("spec").unwrap_or(&Value::Null)))
         } else {
             None
         };
@@ -770,7 +771,8 @@ fn templates(
                         }
                         if let Some(res) = res {
                             // Keep the shape Kubernetes uses even if the path gives bare requests.
-                            let rr = if res.get("requests").is_some() || res.get("limits").is_some()
+                            let rr = if res.field("requests").is_some()
+                                || res.field("limits").is_some()
                             {
                                 res
                             } else {

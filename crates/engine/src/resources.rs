@@ -3,6 +3,7 @@
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::BTreeMap;
+use wlmap_expr::Field;
 
 /// Which extended resources count as GPUs.
 ///
@@ -205,7 +206,7 @@ fn quantity(v: &Value) -> Option<f64> {
 /// assert_eq!(r.cpu_millis(), 1000);
 /// ```
 pub fn container_request(container: &Value) -> Resources {
-    resource_requirements(container.get("resources").unwrap_or(&Value::Null))
+    resource_requirements(container.field("resources").unwrap_or(&Value::Null))
 }
 
 /// The request of a ResourceRequirements object (`{requests, limits}`).
@@ -216,14 +217,14 @@ pub fn container_request(container: &Value) -> Resources {
 /// ```
 pub fn resource_requirements(res: &Value) -> Resources {
     let mut r = Resources::default();
-    if let Some(req) = res.get("requests").and_then(Value::as_object) {
+    if let Some(req) = res.field("requests").and_then(Value::as_object) {
         for (k, v) in req {
             if let Some(q) = quantity(v) {
                 r.add_quantity(k, q);
             }
         }
     }
-    if let Some(lim) = res.get("limits").and_then(Value::as_object) {
+    if let Some(lim) = res.field("limits").and_then(Value::as_object) {
         for (k, v) in lim {
             if !r.amounts.contains_key(k)
                 && let Some(q) = quantity(v)
@@ -252,10 +253,10 @@ pub fn pod_request(spec: &Value) -> Resources {
     let mut sum = Resources::default();
     let mut sidecars = Resources::default();
     let mut init_max = Resources::default();
-    if let Some(inits) = spec.get("initContainers").and_then(Value::as_array) {
+    if let Some(inits) = spec.field("initContainers").and_then(Value::as_array) {
         for c in inits {
             let r = container_request(c);
-            if c.get("restartPolicy").and_then(Value::as_str) == Some("Always") {
+            if c.field("restartPolicy").and_then(Value::as_str) == Some("Always") {
                 sidecars.add_scaled(&r, 1);
             } else {
                 let mut at = sidecars.clone();
@@ -264,19 +265,19 @@ pub fn pod_request(spec: &Value) -> Resources {
             }
         }
     }
-    if let Some(cs) = spec.get("containers").and_then(Value::as_array) {
+    if let Some(cs) = spec.field("containers").and_then(Value::as_array) {
         for c in cs {
             sum.add_scaled(&container_request(c), 1);
         }
     }
     sum.add_scaled(&sidecars, 1);
     sum.max_with(&init_max);
-    if let Some(pod_level) = spec.get("resources") {
+    if let Some(pod_level) = spec.field("resources") {
         for (k, v) in resource_requirements(pod_level).amounts {
             sum.amounts.insert(k, v);
         }
     }
-    if let Some(oh) = spec.get("overhead").and_then(Value::as_object) {
+    if let Some(oh) = spec.field("overhead").and_then(Value::as_object) {
         for (k, v) in oh {
             if let Some(q) = quantity(v) {
                 sum.add_quantity(k, q);

@@ -28,7 +28,7 @@ mod plain;
 mod rewrite;
 mod sandbox;
 
-pub use convert::{from_val, to_jq_string, to_val};
+pub use convert::{Field, from_val, to_jq_string, to_val};
 pub use jaq_json::Val;
 pub use sandbox::Sandbox;
 

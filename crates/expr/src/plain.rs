@@ -4,6 +4,7 @@
 //! context, a budget and boxed iterators. Anything else returns `None` from [`parse`] and runs
 //! in jaq. The answers are the same as jaq's, errors included (a property test checks).
 
+use crate::Field;
 use jaq_json::Val;
 
 /// One step of a plain path; `bool` = followed by `?` (errors of this step yield nothing).
@@ -167,7 +168,9 @@ fn walk_json(
     };
     match (step, v) {
         (Step::Key(_, _) | Step::Index(_, _), J::Null) => walk_json(rest, &NULL, take, out),
-        (Step::Key(k, _), J::Object(m)) => walk_json(rest, m.get(k).unwrap_or(&NULL), take, out),
+        (Step::Key(k, _), j @ J::Object(_)) => {
+            walk_json(rest, j.field(k).unwrap_or(&NULL), take, out)
+        }
         (Step::Index(_, _), J::Object(_)) => walk_json(rest, &NULL, take, out),
         (Step::Index(n, _), J::Array(a)) => walk_json(rest, a.get(*n).unwrap_or(&NULL), take, out),
         (Step::Iter(_), J::Array(a)) => {
