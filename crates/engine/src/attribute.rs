@@ -31,7 +31,8 @@ pub const MAX_OWNER_DEPTH: usize = 16;
 /// assert!(ix.get("j1").is_some());
 /// ```
 pub struct OwnerIndex<'a> {
-    by_uid: HashMap<&'a str, &'a Object>,
+    // foldhash: uids are hashed for every pod's owner walk; SipHash was a tenth of attribution.
+    by_uid: HashMap<&'a str, &'a Object, foldhash::fast::RandomState>,
 }
 
 impl<'a> OwnerIndex<'a> {
