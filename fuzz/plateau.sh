@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Run one fuzz target in 5-minute slices until a slice finds no new coverage (or a time limit),
+# logging each slice's coverage and executions: the "run until it stops finding new coverage"
+# procedure behind the figures in SECURITY.md.
+#
+#   fuzz/plateau.sh TARGET [MAX_MINUTES=60] [SLICE_SECONDS=300]
+#
+# Logs: fuzz/logs/TARGET.log (one line per slice) and fuzz/logs/TARGET-N.out (libFuzzer's output).
+set -uo pipefail
+t=${1:?target}; max=${2:-60}; slice_s=${3:-300}
+cd "$(dirname "$0")"
+mkdir -p logs artifacts/"$t"
+log=logs/$t.log; : > "$log"
+start=$(date +%s); n=0
+while :; do
+  n=$((n + 1)); out=logs/$t-$n.out
+  cargo +nightly fuzz run -O "$t" corpus/"$t" -- -max_total_time="$slice_s" -timeout=10 \
+    -rss_limit_mb=2048 -print_final_stats=1 > "$out" 2>&1
+  rc=$?
+  init=$(grep -m1 INITED "$out" | grep -oE 'cov: [0-9]+' | awk '{print $2}')
+  end=$(grep DONE "$out" | grep -oE 'cov: [0-9]+' | awk '{print $2}')
+  execs=$(grep -oE 'stat::number_of_executed_units: *[0-9]+' "$out" | awk '{print $2}')
+  crashes=$(find artifacts/"$t" -type f | wc -l)
+  mins=$(( ($(date +%s) - start) / 60 ))
+  echo "slice $n rc=$rc inited_cov=$init done_cov=$end execs=$execs crashes=$crashes elapsed_min=$mins" >> "$log"
+  if [ "$rc" != 0 ]; then echo "stopped: exit $rc (a crash, a timeout or a leak: see $out)" >> "$log"; exit "$rc"; fi
+  if [ -n "$init" ] && [ "$init" = "$end" ]; then echo "plateau: slice $n found no new coverage" >> "$log"; exit 0; fi
+  if [ "$mins" -ge "$max" ]; then echo "time limit: coverage still growing" >> "$log"; exit 0; fi
+done
