@@ -435,6 +435,9 @@ fn wlmap_names_are_reserved() {
         assert!(e.message.contains("reserved"), "{expr}: {}", e.message);
         assert!(expr[e.span.clone()].contains("__"), "{expr}: {:?}", e.span);
     }
+    // Fields and keys of that shape are data, not names: still fine.
+    let out = eval(r#"{__k: .__v, "__w": 1} | .__k"#, json!({"__v": 2})).unwrap();
+    assert_eq!(out, vec![json!(2)]);
 }
 
 #[test]
