@@ -244,7 +244,6 @@ fn an_unreachable_cluster_is_named_and_exits_1() {
     let dir = tempfile::tempdir().expect("tmp");
     let kc = dir.path().join("kubeconfig");
     std::fs::write(&kc, "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {server: 'https://127.0.0.1:1', insecure-skip-tls-verify: true}\nusers:\n- name: u\n  user: {token: s3cr3t-token}\ncontexts:\n- name: x\n  context: {cluster: c, user: u, namespace: ml}\ncurrent-context: x\n").expect("write");
-    let t = std::time::Instant::now();
     let o = wlmap(&[
         "--kubeconfig",
         kc.to_str().expect("utf8"),
@@ -252,6 +251,7 @@ fn an_unreachable_cluster_is_named_and_exits_1() {
         "5",
         "get",
         "jobsets",
+        "-v",
     ]);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     let err = stderr(&o);
@@ -260,7 +260,8 @@ fn an_unreachable_cluster_is_named_and_exits_1() {
         !err.contains("s3cr3t-token"),
         "credentials must never appear: {err}"
     );
-    assert!(t.elapsed() < std::time::Duration::from_secs(60));
+    // A server that never answered is a wrong address, not a restart: no retries.
+    assert!(!err.contains("gave up after"), "{err}");
 }
 
 #[test]
@@ -663,10 +664,9 @@ fn yaml_alias_bombs_and_deep_nesting_are_refused_quickly() {
         bomb.push_str(&format!("{cur}: &{cur} [*{prev},*{prev},*{prev},*{prev},*{prev},*{prev},*{prev},*{prev},*{prev}]\n"));
     }
     bomb.push_str("kind: Pod\napiVersion: v1\n");
-    let t = std::time::Instant::now();
     let o = wlmap_stdin(&["--snapshot", "-", "get", "-A", "--all-types"], &bomb);
     assert_eq!(o.status.code(), Some(5), "{}", stderr(&o));
-    assert!(t.elapsed() < std::time::Duration::from_secs(20));
+    assert!(stderr(&o).contains("budget"), "{}", stderr(&o));
     let deep = format!("{}1{}", "[".repeat(100_000), "]".repeat(100_000));
     let o = wlmap_stdin(&["--snapshot", "-", "get", "-A", "--all-types"], &deep);
     assert_eq!(o.status.code(), Some(5), "{}", stderr(&o));
@@ -678,6 +678,51 @@ fn yaml_alias_bombs_and_deep_nesting_are_refused_quickly() {
     let o = wlmap_stdin(&["--snapshot", "-", "get", "-A", "--all-types"], &deep_yaml);
     assert_eq!(o.status.code(), Some(5), "{}", stderr(&o));
     assert!(!stderr(&o).contains("panicked"));
+}
+
+/// 100 MB inputs: junk is refused (exit 5, no panic); a valid snapshot whose pod carries a
+/// 100 MB annotation is read and its pod listed.
+#[test]
+fn hundred_megabyte_snapshots() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let junk = dir.path().join("junk.json");
+    let bytes: Vec<u8> = (0..100_000_000u32)
+        .map(|i| (i.wrapping_mul(2654435761) >> 24) as u8)
+        .collect();
+    std::fs::write(&junk, &bytes).expect("write");
+    drop(bytes);
+    let o = wlmap(&[
+        "--snapshot",
+        junk.to_str().expect("utf8"),
+        "get",
+        "-A",
+        "--all-types",
+    ]);
+    assert_eq!(o.status.code(), Some(5), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("panicked"), "{}", stderr(&o));
+    let big = dir.path().join("big.json");
+    let pod = serde_json::json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "huge", "namespace": "ml", "uid": "u1",
+            "annotations": {"note": "x".repeat(100_000_000)}},
+        "spec": {"containers": [{"name": "c", "image": "i",
+            "resources": {"limits": {"nvidia.com/gpu": "2"}}}]},
+        "status": {"phase": "Running"}
+    });
+    std::fs::write(&big, pod.to_string()).expect("write");
+    drop(pod);
+    let o = wlmap(&[
+        "--snapshot",
+        big.to_str().expect("utf8"),
+        "get",
+        "pods",
+        "-A",
+        "-o",
+        "json",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert!(out.to_string().contains("\"huge\""), "{out}");
 }
 
 #[test]
