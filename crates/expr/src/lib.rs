@@ -516,7 +516,7 @@ fn run_unguarded(
         }
         match r {
             Ok(v) => {
-                if let Err(why) = budget.check_shape(&v) {
+                if let Err(why) = budget.keep(&v) {
                     return Err(EvalError::Budget {
                         which: match why {
                             "size cap" => {

@@ -81,6 +81,15 @@ impl Rewrite {
                 );
                 pipe(bound, call("__tree", vec![]))
             }
+            // Updates can nest a value deeper or share it (`(.a, .b) = .`): the result is checked.
+            Term::BinOp(
+                l,
+                op @ (BinaryOp::Assign
+                | BinaryOp::Update
+                | BinaryOp::UpdateMath(_)
+                | BinaryOp::UpdateAlt),
+                r,
+            ) => pipe(Term::BinOp(b(l), op, b(r)), call("__tree", vec![])),
             Term::BinOp(l, op, r) => {
                 let op = match op {
                     BinaryOp::Pipe(Some(p)) => BinaryOp::Pipe(Some(self.pattern(p))),
@@ -88,11 +97,13 @@ impl Rewrite {
                 };
                 Term::BinOp(b(l), op, b(r))
             }
-            // Every collected item is a step and is size-checked: `[.[] as $a | .[] | ...]`
-            // cannot collect without bound.
-            Term::Arr(Some(f)) => {
-                Term::Arr(Some(Box::new(pipe(self.term(*f), call("__tick", vec![])))))
-            }
+            // Every collected item is a step, is checked as a tree and counts as built:
+            // `[.[] as $a | .[] | ...]` cannot collect without bound, nor can 50,000 copies a
+            // builtin made. The array is checked as a tree (`[., .]` nested).
+            Term::Arr(Some(f)) => pipe(
+                Term::Arr(Some(Box::new(pipe(self.term(*f), call("__item", vec![]))))),
+                call("__tree", vec![]),
+            ),
             Term::Str(fmt, parts) => {
                 let plain = fmt.is_none();
                 let parts = parts

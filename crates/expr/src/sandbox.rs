@@ -104,6 +104,18 @@ impl Budget {
     /// Check a built value read as a tree: `Err("size cap")` past `max_len` values, keys and
     /// string bytes, `Err("depth cap")` past [`MAX_DEPTH`] levels.
     pub(crate) fn check_shape(&self, v: &Val) -> Result<(), &'static str> {
+        self.measure(v).map(|_| ())
+    }
+
+    /// [`Budget::check_shape`], and count the value's size as built: for a value that is
+    /// kept (a collected item, an output), which a builtin may have made from a whole input
+    /// (`[range(50000) | .big | ascii_upcase]` would otherwise hold 50,000 copies).
+    pub(crate) fn keep(&self, v: &Val) -> Result<(), &'static str> {
+        let len = self.measure(v)?;
+        self.build(len)
+    }
+
+    fn measure(&self, v: &Val) -> Result<usize, &'static str> {
         if let Some(why) = self.exhausted.get() {
             return Err(why);
         }
@@ -113,7 +125,7 @@ impl Budget {
         } else if s.len > self.max_len {
             "size cap"
         } else {
-            return Ok(());
+            return Ok(s.len);
         };
         self.exhausted.set(Some(why));
         Err(why)
@@ -195,7 +207,7 @@ impl Budget {
     }
 
     /// Spend one step; `Err` once the step budget or the deadline is exhausted.
-    fn tick(&self) -> Result<(), &'static str> {
+    pub(crate) fn tick(&self) -> Result<(), &'static str> {
         if let Some(why) = self.exhausted.get() {
             return Err(why);
         }
@@ -383,6 +395,18 @@ pub(crate) fn natives() -> impl Iterator<Item = Fun<Sandbox>> {
             bome(r)
         }),
     );
+    let item: Fun<Sandbox> = (
+        "__item",
+        v(0),
+        Native::new(|cv| {
+            let budget = cv.0.data().budget;
+            let r = budget
+                .tick()
+                .and_then(|()| budget.keep(&cv.1))
+                .map(|()| cv.1);
+            bome(r.map_err(budget_value_error))
+        }),
+    );
     let tree: Fun<Sandbox> = (
         "__tree",
         v(0),
@@ -483,6 +507,7 @@ pub(crate) fn natives() -> impl Iterator<Item = Fun<Sandbox>> {
         tostr,
         tojson,
         jsondepth,
+        item,
         tree,
         refused("env", 0),
         refused("halt", 1),

@@ -281,12 +281,37 @@ fn one_operation_cannot_build_without_bound() {
     for (expr, input) in cases {
         match eval(expr, input) {
             Err(EvalError::Budget { which }) => assert!(
-                ["size cap", "step budget", "total size budget"]
-                    .iter()
-                    .any(|w| which.contains(w)),
+                [
+                    "size cap",
+                    "step budget",
+                    "total size budget",
+                    "time budget"
+                ]
+                .iter()
+                .any(|w| which.contains(w)),
                 "{expr}: {which}"
             ),
             other => panic!("{expr}: {other:?}"),
+        }
+    }
+    // A builtin that copies its input, 50,000 times: collected, or returned. (Small limits:
+    // 64 KiB values, so 4 MiB built in all; the defaults behave alike, 64 times slower.)
+    let small = Limits {
+        max_len: 64 << 10,
+        ..Limits::default()
+    };
+    let big = json!({"big": "x".repeat(32 << 10)});
+    for expr in [
+        ".big as $b | [range(50000) | $b | ascii_upcase] | length",
+        ".big as $b | [range(50000) | $b | explode | implode] | length",
+        "limit(9999; repeat(.big | ascii_upcase))",
+    ] {
+        let e = Expr::compile(expr).unwrap();
+        match e.eval(&to_val(&big), &[], &small) {
+            Err(EvalError::Budget { which }) => {
+                assert!(which.contains("total size budget"), "{expr}: {which}")
+            }
+            other => panic!("{expr}: {:?}", other.map(|v| v.len())),
         }
     }
 }
