@@ -5,6 +5,9 @@
 #
 #   fuzz/plateau.sh TARGET [MAX_MINUTES=60] [SLICE_SECONDS=300]
 #
+# FUZZ_BIN=DIR runs the binaries in DIR (copied from target/*/release after `cargo +nightly fuzz
+# build -O`) instead of `cargo fuzz run`, so editing the code meanwhile does not rebuild them.
+#
 # Logs: fuzz/logs/TARGET.log (one line per slice) and fuzz/logs/TARGET-N.out (libFuzzer's output).
 set -uo pipefail
 t=${1:?target}; max=${2:-60}; slice_s=${3:-300}
@@ -14,8 +17,10 @@ log=logs/$t.log; : > "$log"
 start=$(date +%s); n=0
 while :; do
   n=$((n + 1)); out=logs/$t-$n.out
-  cargo +nightly fuzz run -O "$t" corpus/"$t" -- -max_total_time="$slice_s" -timeout=10 \
-    -rss_limit_mb=2048 -print_final_stats=1 > "$out" 2>&1
+  args=(corpus/"$t" -max_total_time="$slice_s" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1
+    -artifact_prefix=artifacts/"$t"/)
+  if [ -n "${FUZZ_BIN:-}" ]; then "$FUZZ_BIN/$t" "${args[@]}" > "$out" 2>&1
+  else cargo +nightly fuzz run -O "$t" corpus/"$t" -- "${args[@]:1}" > "$out" 2>&1; fi
   rc=$?
   init=$(grep -m1 INITED "$out" | grep -oE 'cov: [0-9]+' | awk '{print $2}')
   end=$(grep DONE "$out" | grep -oE 'cov: [0-9]+' | awk '{print $2}')

@@ -593,7 +593,7 @@ impl Definition {
         }
     }
 
-    fn located(
+    pub(crate) fn located(
         &self,
         e: &Expr,
         component: &str,

@@ -9,6 +9,7 @@ use crate::resources::{GpuPolicy, Resources, pod_request, resource_requirements}
 use crate::status::{Status, evaluate};
 use serde::Serialize;
 use serde_json::{Map, Value, json};
+use std::sync::Arc;
 use wlmap_expr::Field;
 use wlmap_expr::{Val, from_val, to_jq_string};
 use wlmap_schema::GroupVersionKind;
@@ -156,8 +157,9 @@ pub struct Node {
     pub desired_pods: u64,
     /// True when the component has a pod spec.
     pub has_pod_spec: bool,
-    /// The normalised PodTemplateSpec of one pod of this instance.
-    pub template: Option<Value>,
+    /// The normalised PodTemplateSpec of one pod of this instance (shared by the replica copies
+    /// of a subtree: cloning a node does not copy it).
+    pub template: Option<Arc<Value>>,
     /// Effective request of one pod of this instance.
     #[serde(skip)]
     pub pod_request: Option<Resources>,
@@ -580,7 +582,7 @@ fn build(
         n,
         multi,
     )?;
-    let templates = templates(def, ci, root, vars, n, multi)?;
+    let mut templates = templates(def, ci, root, vars, n, multi)?;
     let has_spec = c.spec.is_some();
     let mut nodes = Vec::new();
     for (i, id) in ids.into_iter().enumerate() {
@@ -593,7 +595,7 @@ fn build(
         for &k in &c.children {
             children.extend(build(def, k, root, &child_vars, gpu)?);
         }
-        let template = templates[i].clone();
+        let template = templates[i].take().map(Arc::new);
         let pod_req = if has_spec {
             template
                 .as_ref()

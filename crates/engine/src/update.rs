@@ -125,59 +125,34 @@ pub fn update(
 ) -> Result<UpdateReport> {
     let mut report = UpdateReport::default();
     let mut matched_component = false;
-    for (ci, c) in def.components.iter().enumerate() {
+    for c in &def.components {
         let Some(shape) = &c.spec else { continue };
         if target.component.as_deref().is_some_and(|t| t != c.def.name) {
             continue;
         }
         matched_component = true;
         let name = c.def.name.clone();
-        let val = to_val(doc);
-        let ids: Option<Vec<String>> = match &c.instance_ids {
-            Some(e) => Some(
-                def.eval(e, &val, &vars(def), &name, "instanceIdPath")?
-                    .iter()
-                    .map(to_jq_string)
-                    .collect(),
-            ),
-            None => None,
-        };
-        let paths_of = |e: &Expr, field: &str| -> Result<Vec<Vec<Value>>> {
-            let ps = e
-                .paths(&val, &vars(def), &def.limits)
-                .map_err(|source| Error::Update {
-                    component: name.clone(),
-                    message: format!("{field} `{}` is not a writable path: {source}", e.text()),
-                })?;
-            Ok(ps
-                .into_iter()
-                .map(|p| p.as_array().cloned().unwrap_or_default())
-                .collect())
-        };
-        // Select instance positions.
+        // Read everything this component needs before writing anything, from the document as
+        // it is now: plain paths walk the JSON, other expressions its jaq value (converted at
+        // most once).
+        let plan = read_component(def, c, doc, u, &name)?;
         let keep = |i: usize| -> bool {
-            match (&target.instance, &ids) {
+            match (&target.instance, &plan.ids) {
                 (None, _) => true,
                 (Some(want), Some(ids)) => ids.get(i) == Some(want),
                 (Some(_), None) => false,
             }
         };
-        let _ = ci;
-        match shape {
-            SpecShape::Template(e) => {
-                for (i, p) in paths_of(e, "podTemplateSpecPath")?.into_iter().enumerate() {
+        match (shape, plan.paths) {
+            (SpecShape::Template(_), Paths::Template(paths)) => {
+                for (i, p) in paths.into_iter().enumerate() {
                     if keep(i) {
                         report.templates += 1;
                         apply_template(doc, &p, &p, u, &mut report, &name)?;
                     }
                 }
             }
-            SpecShape::PodSpec { spec, metadata } => {
-                let specs = paths_of(spec, "podSpecPath")?;
-                let metas = match metadata {
-                    Some(m) => Some(paths_of(m, "metadataPath")?),
-                    None => None,
-                };
+            (SpecShape::PodSpec { .. }, Paths::PodSpec { specs, metas }) => {
                 for (i, sp) in specs.into_iter().enumerate() {
                     if !keep(i) {
                         continue;
@@ -190,110 +165,29 @@ pub fn update(
                     apply_spec_parts(doc, &sp, meta.as_deref(), u, &mut report, &name)?;
                 }
             }
-            SpecShape::Fragmented(f) => {
-                if u.template.is_some() || !u.node_selector.is_empty() || !u.tolerations.is_empty()
-                {
-                    return Err(Error::Update { component: name, message: "the definition spreads the pod spec over fragments: a whole template, nodeSelector and tolerations have no path".into() });
-                }
+            (SpecShape::Fragmented(_), Paths::Fragments(writes)) => {
                 let mut touched = false;
-                let mut set_each = |e: &Option<Expr>,
-                                    field: &str,
-                                    value: Option<&Value>,
-                                    merge: Option<&BTreeMap<String, String>>,
-                                    doc: &mut Value,
-                                    report: &mut UpdateReport|
-                 -> Result<()> {
-                    if value.is_none() && merge.is_none_or(|m| m.is_empty()) {
-                        return Ok(());
-                    }
-                    let Some(e) = e else {
-                        return Err(Error::Update {
-                            component: name.clone(),
-                            message: format!("the definition has no {field}"),
-                        });
-                    };
-                    for (i, p) in paths_of(e, field)?.into_iter().enumerate() {
+                for w in writes {
+                    for (i, p) in w.paths.into_iter().enumerate() {
                         if !keep(i) {
                             continue;
                         }
                         touched = true;
-                        if let Some(v) = value {
-                            set_at(doc, &p, v.clone(), report);
+                        if let Some(v) = &w.value {
+                            set_at(doc, &p, v.clone(), &mut report);
                         }
-                        for (k, v) in merge.into_iter().flatten() {
+                        for (k, v) in &w.merge {
                             let mut pk = p.clone();
                             pk.push(Value::from(k.clone()));
-                            set_at(doc, &pk, Value::from(v.clone()), report);
+                            set_at(doc, &pk, Value::from(v.clone()), &mut report);
                         }
                     }
-                    Ok(())
-                };
-                let sched = u.scheduler_name.clone().map(Value::from);
-                let prio = u.priority_class_name.clone().map(Value::from);
-                set_each(
-                    &f.scheduler_name,
-                    "schedulerNamePath",
-                    sched.as_ref(),
-                    None,
-                    doc,
-                    &mut report,
-                )?;
-                set_each(
-                    &f.priority_class_name,
-                    "priorityClassNamePath",
-                    prio.as_ref(),
-                    None,
-                    doc,
-                    &mut report,
-                )?;
-                set_each(
-                    &f.labels,
-                    "labelsPath",
-                    None,
-                    Some(&u.labels),
-                    doc,
-                    &mut report,
-                )?;
-                set_each(
-                    &f.annotations,
-                    "annotationsPath",
-                    None,
-                    Some(&u.annotations),
-                    doc,
-                    &mut report,
-                )?;
-                if let Some(a) = &u.affinity {
-                    set_each(
-                        &f.node_affinity,
-                        "nodeAffinityPath",
-                        a.get("nodeAffinity"),
-                        None,
-                        doc,
-                        &mut report,
-                    )?;
-                    set_each(
-                        &f.pod_affinity,
-                        "podAffinityPath",
-                        a.get("podAffinity"),
-                        None,
-                        doc,
-                        &mut report,
-                    )?;
-                }
-                if let Some((_, res)) = &u.resources {
-                    set_each(
-                        &f.resources,
-                        "resourcesPath",
-                        Some(res),
-                        None,
-                        doc,
-                        &mut report,
-                    )?;
                 }
                 if touched {
                     report.templates += 1;
                 }
             }
+            _ => unreachable!("read_component follows the spec shape"),
         }
     }
     if !matched_component {
@@ -311,6 +205,137 @@ pub fn update(
         });
     }
     Ok(report)
+}
+
+/// What one component's update reads from the document before writing.
+struct Plan {
+    ids: Option<Vec<String>>,
+    paths: Paths,
+}
+
+/// The write locations of one component, by spec shape.
+enum Paths {
+    Template(Vec<Vec<Value>>),
+    PodSpec {
+        specs: Vec<Vec<Value>>,
+        metas: Option<Vec<Vec<Value>>>,
+    },
+    /// One entry per fragment to write: its paths (one per instance) and what to write there.
+    Fragments(Vec<FragmentWrite>),
+}
+
+struct FragmentWrite {
+    paths: Vec<Vec<Value>>,
+    value: Option<Value>,
+    merge: BTreeMap<String, String>,
+}
+
+fn read_component(
+    def: &Definition,
+    c: &crate::definition::Component,
+    doc: &Value,
+    u: &PodUpdate,
+    name: &str,
+) -> Result<Plan> {
+    let converted = std::cell::OnceCell::new();
+    let val = || converted.get_or_init(|| to_val(doc));
+    let ids: Option<Vec<String>> = match &c.instance_ids {
+        Some(e) => {
+            let out = match e.eval_json(doc, &def.limits) {
+                Some(r) => r.map_err(|source| def.located(e, name, "instanceIdPath", source))?,
+                None => def.eval(e, val(), &vars(def), name, "instanceIdPath")?,
+            };
+            Some(out.iter().map(to_jq_string).collect())
+        }
+        None => None,
+    };
+    let paths_of = |e: &Expr, field: &str| -> Result<Vec<Vec<Value>>> {
+        let ps = match e.paths_json(doc, &def.limits) {
+            Some(r) => r,
+            None => e.paths(val(), &vars(def), &def.limits),
+        }
+        .map_err(|source| Error::Update {
+            component: name.to_string(),
+            message: format!("{field} `{}` is not a writable path: {source}", e.text()),
+        })?;
+        Ok(ps
+            .into_iter()
+            .map(|p| p.as_array().cloned().unwrap_or_default())
+            .collect())
+    };
+    let paths = match c.spec.as_ref().expect("a component with a spec") {
+        SpecShape::Template(e) => Paths::Template(paths_of(e, "podTemplateSpecPath")?),
+        SpecShape::PodSpec { spec, metadata } => Paths::PodSpec {
+            specs: paths_of(spec, "podSpecPath")?,
+            metas: match metadata {
+                Some(m) => Some(paths_of(m, "metadataPath")?),
+                None => None,
+            },
+        },
+        SpecShape::Fragmented(f) => {
+            if u.template.is_some() || !u.node_selector.is_empty() || !u.tolerations.is_empty() {
+                return Err(Error::Update { component: name.to_string(), message: "the definition spreads the pod spec over fragments: a whole template, nodeSelector and tolerations have no path".into() });
+            }
+            let mut writes = Vec::new();
+            let mut want = |e: &Option<Expr>,
+                            field: &str,
+                            value: Option<&Value>,
+                            merge: &BTreeMap<String, String>|
+             -> Result<()> {
+                if value.is_none() && merge.is_empty() {
+                    return Ok(());
+                }
+                let Some(e) = e else {
+                    return Err(Error::Update {
+                        component: name.to_string(),
+                        message: format!("the definition has no {field}"),
+                    });
+                };
+                writes.push(FragmentWrite {
+                    paths: paths_of(e, field)?,
+                    value: value.cloned(),
+                    merge: merge.clone(),
+                });
+                Ok(())
+            };
+            let none = BTreeMap::new();
+            let sched = u.scheduler_name.clone().map(Value::from);
+            let prio = u.priority_class_name.clone().map(Value::from);
+            want(
+                &f.scheduler_name,
+                "schedulerNamePath",
+                sched.as_ref(),
+                &none,
+            )?;
+            want(
+                &f.priority_class_name,
+                "priorityClassNamePath",
+                prio.as_ref(),
+                &none,
+            )?;
+            want(&f.labels, "labelsPath", None, &u.labels)?;
+            want(&f.annotations, "annotationsPath", None, &u.annotations)?;
+            if let Some(a) = &u.affinity {
+                want(
+                    &f.node_affinity,
+                    "nodeAffinityPath",
+                    a.get("nodeAffinity"),
+                    &none,
+                )?;
+                want(
+                    &f.pod_affinity,
+                    "podAffinityPath",
+                    a.get("podAffinity"),
+                    &none,
+                )?;
+            }
+            if let Some((_, res)) = &u.resources {
+                want(&f.resources, "resourcesPath", Some(res), &none)?;
+            }
+            Paths::Fragments(writes)
+        }
+    };
+    Ok(Plan { ids, paths })
 }
 
 fn vars(def: &Definition) -> Vec<wlmap_expr::Val> {

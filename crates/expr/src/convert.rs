@@ -1,7 +1,6 @@
 //! Conversion between serde_json values and jaq values.
 
 use jaq_json::{Num, Val};
-use serde::Deserialize;
 use serde_json::Value;
 
 /// Convert a JSON value into a jaq value (done once per object, then shared).
@@ -11,7 +10,34 @@ use serde_json::Value;
 /// assert_eq!(wlmap_expr::from_val(&v), serde_json::json!({"a": [1, "x"]}));
 /// ```
 pub fn to_val(v: &Value) -> Val {
-    // serde_json::Value is a Deserializer; jaq-json implements Deserialize for Val.
+    // A direct walk: the same values as jaq-json's serde `Deserialize` (integers as integers,
+    // other numbers as floats, strings as text), without a visitor per node.
+    match v {
+        Value::Null => Val::Null,
+        Value::Bool(b) => Val::Bool(*b),
+        Value::Number(n) => Val::Num(if let Some(i) = n.as_i64() {
+            Num::from_integral(i)
+        } else if let Some(u) = n.as_u64() {
+            Num::from_integral(u)
+        } else {
+            Num::Float(n.as_f64().unwrap_or(f64::NAN))
+        }),
+        Value::String(s) => Val::utf8_str(s.clone().into_bytes()),
+        Value::Array(a) => a.iter().map(to_val).collect(),
+        Value::Object(m) => {
+            let mut out = jaq_json::Map::with_capacity_and_hasher(m.len(), Default::default());
+            for (k, v) in m {
+                out.insert(Val::utf8_str(k.clone().into_bytes()), to_val(v));
+            }
+            Val::obj(out)
+        }
+    }
+}
+
+/// The conversion jaq-json's serde support does, kept as the reference for [`to_val`].
+#[cfg(test)]
+pub(crate) fn to_val_by_serde(v: &Value) -> Val {
+    use serde::Deserialize;
     Val::deserialize(v).unwrap_or(Val::Null)
 }
 

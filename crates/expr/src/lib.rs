@@ -24,6 +24,7 @@
 //! ```
 
 mod convert;
+mod native;
 mod plain;
 mod rewrite;
 mod sandbox;
@@ -143,6 +144,8 @@ pub struct Expr {
     paths: OnceLock<Result<Filter, CompileError>>,
     /// Set when the text is a plain path: evaluated by walking the value, not by jaq.
     plain: Option<Vec<plain::Step>>,
+    /// Set when the text is in the subset `native.rs` evaluates without jaq.
+    native: Option<native::Node>,
 }
 
 /// Compiled code shared by the expressions of one batch.
@@ -208,7 +211,9 @@ impl Batch {
             vars: self.vars.clone(),
             paths: OnceLock::new(),
             plain: plain::parse(text),
-        })
+            native: None,
+        }
+        .with_native())
     }
 
     /// Compile the batch. On failure, every expression that does not compile on its own is
@@ -314,7 +319,16 @@ impl Expr {
             vars: vars.iter().map(|v| v.to_string()).collect(),
             paths: OnceLock::new(),
             plain: plain::parse(text),
-        })
+            native: None,
+        }
+        .with_native())
+    }
+
+    fn with_native(mut self) -> Self {
+        if self.plain.is_none() {
+            self.native = native_form(&self.text, &self.vars);
+        }
+        self
     }
 
     /// The expression's text.
@@ -372,6 +386,22 @@ impl Expr {
                 .map_err(|message| EvalError::Runtime { message })?;
             return checked(out, limits);
         }
+        if let Some(node) = &self.native
+            && let Some(r) = run_native(node, input, vars, limits, self.vars.len(), take)
+        {
+            return r;
+        }
+        self.run_jaq(p, input, vars, limits, take)
+    }
+
+    fn run_jaq(
+        &self,
+        p: &Program,
+        input: &Val,
+        vars: &[Val],
+        limits: &Limits,
+        take: usize,
+    ) -> Result<Vec<Val>, EvalError> {
         match self.index {
             None => run_take(&p.filter, input, vars, limits, self.vars.len(), take),
             Some(i) => {
@@ -381,6 +411,50 @@ impl Expr {
                 all.resize(self.vars.len() + 1, Val::Null);
                 run_take(&p.filter, input, &all, limits, self.vars.len() + 1, take)
             }
+        }
+    }
+
+    /// Evaluate with jaq only, bypassing the plain-path walk and the native evaluator: the
+    /// reference the differential tests and the fuzz target compare them with.
+    ///
+    /// ```
+    /// use wlmap_expr::{Expr, Limits, to_val};
+    /// let e = Expr::compile("(.a // 1) + 1").unwrap();
+    /// let v = to_val(&serde_json::json!({}));
+    /// let l = Limits::default();
+    /// assert_eq!(e.eval_interpreted(&v, &[], &l), e.eval(&v, &[], &l));
+    /// ```
+    #[doc(hidden)]
+    pub fn eval_interpreted(
+        &self,
+        input: &Val,
+        vars: &[Val],
+        limits: &Limits,
+    ) -> Result<Vec<Val>, EvalError> {
+        let Some(p) = self.program.get() else {
+            return Err(EvalError::Runtime {
+                message: "expression batch was not compiled".into(),
+            });
+        };
+        self.run_jaq(p, input, vars, limits, usize::MAX)
+    }
+
+    /// Which evaluator [`Expr::eval`] uses first: `"plain"` (a path walk), `"native"` (the
+    /// jq subset evaluated without jaq) or `"jaq"`.
+    ///
+    /// ```
+    /// use wlmap_expr::Expr;
+    /// assert_eq!(Expr::compile(".a.b").unwrap().evaluator(), "plain");
+    /// assert_eq!(Expr::compile(".a // 1").unwrap().evaluator(), "native");
+    /// assert_eq!(Expr::compile("[range(3)]").unwrap().evaluator(), "jaq");
+    /// ```
+    pub fn evaluator(&self) -> &'static str {
+        if self.plain.is_some() {
+            "plain"
+        } else if self.native.is_some() {
+            "native"
+        } else {
+            "jaq"
         }
     }
 
@@ -411,6 +485,35 @@ impl Expr {
         Some(checked(out, limits))
     }
 
+    /// [`Expr::paths`] of a plain path, read directly from a JSON value (no conversion of the
+    /// value); `None` when the expression is not a plain path. Same answers as [`Expr::paths`]
+    /// on the converted value.
+    ///
+    /// ```
+    /// use wlmap_expr::{Expr, Limits};
+    /// let doc = serde_json::json!({"spec": {"jobs": [{}, {}]}});
+    /// let e = Expr::compile(".spec.jobs[].template").unwrap();
+    /// let p = e.paths_json(&doc, &Limits::default()).unwrap().unwrap();
+    /// assert_eq!(p[1], serde_json::json!(["spec", "jobs", 1, "template"]));
+    /// assert!(Expr::compile(".a // .b").unwrap().paths_json(&doc, &Limits::default()).is_none());
+    /// ```
+    pub fn paths_json(
+        &self,
+        input: &serde_json::Value,
+        limits: &Limits,
+    ) -> Option<Result<Vec<serde_json::Value>, EvalError>> {
+        let steps = self.plain.as_ref()?;
+        self.program.get()?;
+        let take = limits.max_outputs.saturating_add(1);
+        Some(match plain::paths_json(steps, input, take) {
+            Ok(out) if out.len() > limits.max_outputs => Err(EvalError::Budget {
+                which: format!("output cap of {}", limits.max_outputs),
+            }),
+            Ok(out) => Ok(out),
+            Err(message) => Err(EvalError::Runtime { message }),
+        })
+    }
+
     /// The paths the expression designates in the input (jq's `path(EXPR)`), as JSON arrays
     /// of keys and indices. Used to write at the places an expression reads from.
     ///
@@ -438,6 +541,88 @@ impl Expr {
         let out = run(filter, input, vars, limits, self.vars.len())?;
         Ok(out.iter().map(from_val).collect())
     }
+}
+
+/// The native form of an expression, when it has one (`native.rs`).
+fn native_form(text: &str, vars: &[String]) -> Option<native::Node> {
+    native::convert(&parse_term(text).ok()?, vars)
+}
+
+/// Evaluate natively; `None` when the evaluator bails out (then jaq evaluates).
+fn run_native(
+    node: &native::Node,
+    input: &Val,
+    vars: &[Val],
+    limits: &Limits,
+    nvars: usize,
+    take: usize,
+) -> Option<Result<Vec<Val>, EvalError>> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        run_native_unguarded(node, input, vars, limits, nvars, take)
+    }))
+    .unwrap_or(None) // jaq reports the panic with its own message
+}
+
+fn run_native_unguarded(
+    node: &native::Node,
+    input: &Val,
+    vars: &[Val],
+    limits: &Limits,
+    nvars: usize,
+    take: usize,
+) -> Option<Result<Vec<Val>, EvalError>> {
+    use std::ops::ControlFlow::{Break, Continue};
+    let mut vals: Vec<Val> = vars.iter().take(nvars).cloned().collect();
+    vals.resize(nvars, Val::Null);
+    let deadline = Instant::now().checked_add(limits.timeout);
+    let budget = Budget::new(limits.max_steps, deadline, limits.max_len);
+    let run = native::Run::new(&vals, &budget);
+    let mut out = Vec::new();
+    let mut failed = None;
+    let budget_error = |which: &str| EvalError::Budget {
+        which: match which {
+            "size cap" => format!("size cap of {} bytes or entries", limits.max_len),
+            other => other.to_string(),
+        },
+    };
+    let _ = run.run(node, input, None, &mut |r| {
+        if let Some(which) = budget.exhausted() {
+            failed = Some(budget_error(which));
+            return Break(());
+        }
+        match r {
+            Ok(v) => {
+                if let Err(why) = budget.keep(&v) {
+                    failed = Some(budget_error(why));
+                } else if out.len() >= limits.max_outputs {
+                    failed = Some(EvalError::Budget {
+                        which: format!("output cap of {}", limits.max_outputs),
+                    });
+                } else {
+                    out.push(v);
+                    if out.len() < take {
+                        return Continue(());
+                    }
+                }
+            }
+            Err(e) => {
+                failed = Some(EvalError::Runtime {
+                    message: e.to_string(),
+                })
+            }
+        }
+        Break(())
+    });
+    if run.bail.get() {
+        return None;
+    }
+    if let Some(e) = failed {
+        return Some(Err(e));
+    }
+    if let Some(which) = budget.exhausted() {
+        return Some(Err(budget_error(which)));
+    }
+    Some(Ok(out))
 }
 
 /// The output and size caps on the outputs of a plain path.
@@ -856,5 +1041,7 @@ fn check_recursion(text: &str) -> Result<(), CompileError> {
     }
 }
 
+#[cfg(test)]
+mod native_tests;
 #[cfg(test)]
 mod tests;

@@ -191,3 +191,63 @@ fn walk_json(
         (Step::Iter(false), _) => Err(format!("cannot use {v} as iterable (array or object)")),
     }
 }
+
+/// The paths a plain path designates in a JSON value (jq's `path(...)`), as arrays of keys and
+/// indices: the walk of [`eval_json`] (same outputs, same errors), recording where it went.
+pub(crate) fn paths_json(
+    steps: &[Step],
+    input: &serde_json::Value,
+    take: usize,
+) -> Result<Vec<serde_json::Value>, String> {
+    let mut out = Vec::new();
+    let mut at = Vec::new();
+    walk_paths(steps, input, take, &mut at, &mut out)?;
+    Ok(out)
+}
+
+fn walk_paths(
+    steps: &[Step],
+    v: &serde_json::Value,
+    take: usize,
+    at: &mut Vec<serde_json::Value>,
+    out: &mut Vec<serde_json::Value>,
+) -> Result<(), String> {
+    use serde_json::Value as J;
+    const NULL: J = J::Null;
+    if out.len() >= take {
+        return Ok(());
+    }
+    let Some((step, rest)) = steps.split_first() else {
+        out.push(J::Array(at.clone()));
+        return Ok(());
+    };
+    let down = |key: J, child: &J, at: &mut Vec<J>, out: &mut Vec<J>| {
+        at.push(key);
+        let r = walk_paths(rest, child, take, at, out);
+        at.pop();
+        r
+    };
+    match (step, v) {
+        (Step::Key(k, _), J::Null | J::Object(_)) => {
+            down(J::from(k.as_str()), v.field(k).unwrap_or(&NULL), at, out)
+        }
+        (Step::Index(n, _), J::Null | J::Object(_)) => down(J::from(*n), &NULL, at, out),
+        (Step::Index(n, _), J::Array(a)) => down(J::from(*n), a.get(*n).unwrap_or(&NULL), at, out),
+        (Step::Iter(_), J::Array(a)) => {
+            for (i, c) in a.iter().enumerate() {
+                down(J::from(i), c, at, out)?;
+            }
+            Ok(())
+        }
+        (Step::Iter(_), J::Object(m)) => {
+            for (k, c) in m {
+                down(J::from(k.as_str()), c, at, out)?;
+            }
+            Ok(())
+        }
+        (Step::Key(_, true) | Step::Index(_, true) | Step::Iter(true), _) => Ok(()),
+        (Step::Key(k, false), _) => Err(format!("cannot index {v} with \"{k}\"")),
+        (Step::Index(n, false), _) => Err(format!("cannot index {v} with {n}")),
+        (Step::Iter(false), _) => Err(format!("cannot use {v} as iterable (array or object)")),
+    }
+}

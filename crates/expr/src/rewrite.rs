@@ -38,16 +38,23 @@ fn is_num(t: &Term<&str>) -> bool {
     matches!(t, Term::Num(_))
 }
 
+/// True when `l op r` becomes a checked call: `+` and `*` unless a number literal makes
+/// growth impossible (`x + 1`, `2 * 3`).
+pub(crate) fn is_checked(l: &Term<&str>, op: Math, r: &Term<&str>) -> bool {
+    match op {
+        Math::Mul => !(is_num(l) && is_num(r)),
+        Math::Add => !(is_num(l) || is_num(r)),
+        _ => false,
+    }
+}
+
 impl Rewrite {
     /// Rewrite a term (and everything inside it).
     pub(crate) fn term<'s>(self, t: Term<&'s str>) -> Term<&'s str> {
         let b = |t: Box<Term<&'s str>>| Box::new(self.term(*t));
         match t {
             Term::BinOp(l, BinaryOp::Math(op @ (Math::Mul | Math::Add)), r) => {
-                let keep = match op {
-                    Math::Mul => is_num(&l) && is_num(&r),
-                    _ => is_num(&l) || is_num(&r),
-                };
+                let keep = !is_checked(&l, op, &r);
                 let (l, r) = (self.term(*l), self.term(*r));
                 if keep {
                     Term::BinOp(Box::new(l), BinaryOp::Math(op), Box::new(r))

@@ -224,6 +224,15 @@ impl Budget {
         Ok(())
     }
 
+    /// True once the deadline has passed (then the time budget is exhausted).
+    pub(crate) fn past_deadline(&self) -> bool {
+        if self.deadline.is_some_and(|d| Instant::now() > d) {
+            self.exhausted.set(Some("time budget"));
+            return true;
+        }
+        false
+    }
+
     /// Which budget ran out, if any.
     pub(crate) fn exhausted(&self) -> Option<&'static str> {
         self.exhausted.get()
@@ -305,7 +314,7 @@ fn repeat_count(n: &Val) -> Option<usize> {
 }
 
 /// `l * r`, refused before allocating when it would repeat a string past the size cap.
-fn checked_mul(l: Val, r: Val, budget: &Budget) -> jaq_json::ValR {
+pub(crate) fn checked_mul(l: Val, r: Val, budget: &Budget) -> jaq_json::ValR {
     let grown = match (&l, &r) {
         (Val::TStr(s) | Val::BStr(s), n) | (n, Val::TStr(s) | Val::BStr(s)) => {
             repeat_count(n).map(|k| s.len().saturating_mul(k))
@@ -329,7 +338,7 @@ fn built(r: jaq_json::ValR, budget: &Budget) -> jaq_json::ValR {
 }
 
 /// `l + r`, refused before allocating when the result would pass the size cap.
-fn checked_add(l: Val, r: Val, budget: &Budget) -> jaq_json::ValR {
+pub(crate) fn checked_add(l: Val, r: Val, budget: &Budget) -> jaq_json::ValR {
     let grown = match (&l, &r) {
         (Val::TStr(a) | Val::BStr(a), Val::TStr(b) | Val::BStr(b)) => Some(a.len() + b.len()),
         (Val::Arr(a), Val::Arr(b)) => Some(a.len() + b.len()),
@@ -342,7 +351,7 @@ fn checked_add(l: Val, r: Val, budget: &Budget) -> jaq_json::ValR {
     built(l + r, budget)
 }
 
-fn budget_value_error(why: &str) -> jaq_core::Error<Val> {
+pub(crate) fn budget_value_error(why: &str) -> jaq_core::Error<Val> {
     jaq_core::Error::new(Val::from(format!("evaluation exceeded its {why}")))
 }
 
