@@ -1,7 +1,10 @@
 //! An arbitrary expression on arbitrary JSON, in the sandbox with budgets: compile errors and
-//! evaluation errors are fine, a panic or an unbounded run is not.
+//! evaluation errors are fine, a panic or an unbounded run is not. Where `eval` does not use
+//! jaq (a plain path or the native subset), its answer must be jaq's: same outputs in the same
+//! order, or the same error message (budget errors aside: the deadline depends on the machine).
 #![no_main]
 use libfuzzer_sys::fuzz_target;
+use wlmap_expr::EvalError;
 
 fuzz_target!(|data: &[u8]| {
     let Some((expr, json)) = wlmap_fuzz::split_expression(data) else {
@@ -13,11 +16,31 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     let val = wlmap_expr::to_val(&input);
-    if let Ok(outs) = e.eval(&val, &[val.clone()], &wlmap_fuzz::limits()) {
-        assert!(outs.len() <= wlmap_fuzz::limits().max_outputs);
-        for o in &outs {
+    let limits = wlmap_fuzz::limits();
+    let ours = e.eval(&val, &[val.clone()], &limits);
+    if let Ok(outs) = &ours {
+        assert!(outs.len() <= limits.max_outputs);
+        for o in outs {
             let _ = wlmap_expr::from_val(o);
         }
     }
-    let _ = e.paths(&val, &[val.clone()], &wlmap_fuzz::limits());
+    if e.evaluator() != "jaq" {
+        let jaq = e.eval_interpreted(&val, &[val.clone()], &limits);
+        let budget = |r: &Result<_, EvalError>| matches!(r, Err(EvalError::Budget { .. }));
+        if !budget(&ours) && !budget(&jaq) {
+            let show = |r: &Result<Vec<wlmap_expr::Val>, EvalError>| {
+                r.as_ref()
+                    .map(|o| o.iter().map(wlmap_expr::from_val).collect::<Vec<_>>())
+                    .map_err(Clone::clone)
+            };
+            assert_eq!(show(&ours), show(&jaq), "`{expr}` on {input}");
+        }
+    }
+    let _ = e.paths(&val, &[val.clone()], &limits);
+    if let Some(p) = e.paths_json(&input, &limits) {
+        let jaq = e.paths(&val, &[val.clone()], &limits);
+        if !matches!(jaq, Err(EvalError::Budget { .. })) {
+            assert_eq!(p, jaq, "paths of `{expr}` on {input}");
+        }
+    }
 });

@@ -144,6 +144,8 @@ fn inputs() -> Vec<serde_json::Value> {
         json!({"x": false, "y": 0}),
         json!(["B", "a"]),
         json!({"a": 1.5, "b": 1}),
+        json!(8e89),
+        json!({"a": 1.5e-7, "b": [8e89]}),
     ]
 }
 

@@ -84,8 +84,19 @@ pub(crate) fn parse(text: &str) -> Option<Vec<Step>> {
     Some(steps)
 }
 
-fn shown(v: &Val) -> String {
-    crate::from_val(v).to_string()
+/// jaq's own error for a step that cannot apply to `v` (so messages match jaq's to the byte,
+/// number formatting included).
+fn step_error(step: &Step, v: &Val) -> String {
+    use jaq_core::ValT;
+    let err = match step {
+        Step::Key(k, _) => v.clone().index(&Val::from(k.clone())).err(),
+        Step::Index(n, _) => v.clone().index(&Val::from(*n)).err(),
+        Step::Iter(_) => v.clone().values().find_map(Result::err),
+    };
+    err.map_or_else(
+        || format!("cannot apply a path step to {v}"),
+        |e| e.to_string(),
+    )
 }
 
 /// Walk the steps depth first, like jq: outputs in jq's order, and an error only if it comes
@@ -130,12 +141,7 @@ fn walk(steps: &[Step], v: &Val, take: usize, out: &mut Vec<Val>) -> Result<(), 
         }
         (Step::Key(_, true) | Step::Index(_, true) | Step::Iter(true), _) => Ok(()),
         // jaq's messages, word for word.
-        (Step::Key(k, false), _) => Err(format!("cannot index {} with \"{k}\"", shown(v))),
-        (Step::Index(n, false), _) => Err(format!("cannot index {} with {n}", shown(v))),
-        (Step::Iter(false), _) => Err(format!(
-            "cannot use {} as iterable (array or object)",
-            shown(v)
-        )),
+        (step, _) => Err(step_error(step, v)),
     }
 }
 
@@ -186,9 +192,8 @@ fn walk_json(
             Ok(())
         }
         (Step::Key(_, true) | Step::Index(_, true) | Step::Iter(true), _) => Ok(()),
-        (Step::Key(k, false), _) => Err(format!("cannot index {v} with \"{k}\"")),
-        (Step::Index(n, false), _) => Err(format!("cannot index {v} with {n}")),
-        (Step::Iter(false), _) => Err(format!("cannot use {v} as iterable (array or object)")),
+        // Errors are rare: convert the value so the message is jaq's.
+        (step, _) => Err(step_error(step, &crate::to_val(v))),
     }
 }
 
@@ -246,8 +251,7 @@ fn walk_paths(
             Ok(())
         }
         (Step::Key(_, true) | Step::Index(_, true) | Step::Iter(true), _) => Ok(()),
-        (Step::Key(k, false), _) => Err(format!("cannot index {v} with \"{k}\"")),
-        (Step::Index(n, false), _) => Err(format!("cannot index {v} with {n}")),
-        (Step::Iter(false), _) => Err(format!("cannot use {v} as iterable (array or object)")),
+        // Errors are rare: convert the value so the message is jaq's.
+        (step, _) => Err(step_error(step, &crate::to_val(v))),
     }
 }

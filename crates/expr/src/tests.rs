@@ -535,6 +535,10 @@ mod plain_paths {
             Just(json!(null)),
             Just(json!(true)),
             any::<i8>().prop_map(|n| json!(n)),
+            // jaq prints these differently from serde_json (`8e89`, not `8e+89`): errors that
+            // show them must still be jaq's (found by the `expression` fuzz target).
+            Just(json!(8e89)),
+            Just(json!(1.5e-7)),
             "[a-z]{0,3}".prop_map(|s| json!(s)),
         ];
         leaf.prop_recursive(3, 24, 4, |inner| {
@@ -691,4 +695,23 @@ mod conversion {
             prop_assert_eq!(from_val(&a), from_val(&b));
         }
     }
+}
+
+/// Found by the `expression` fuzz target (differential check): a plain path's error printed
+/// the number the way serde_json does (`8e+89`), jaq prints `8e89`.
+#[test]
+fn plain_path_errors_print_numbers_like_jaq() {
+    let e = Expr::compile(".e88gmtim2800").unwrap();
+    assert_eq!(e.evaluator(), "plain");
+    let input = json!(8e89);
+    let l = Limits::default();
+    let want = Err(EvalError::Runtime {
+        message: "cannot index 8e89 with \"e88gmtim2800\"".into(),
+    });
+    assert_eq!(e.eval(&to_val(&input), &[], &l).map(|_| ()), want);
+    assert_eq!(
+        e.eval_interpreted(&to_val(&input), &[], &l).map(|_| ()),
+        want
+    );
+    assert_eq!(e.eval_json(&input, &l).unwrap().map(|_| ()), want);
 }
