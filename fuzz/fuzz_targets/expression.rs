@@ -34,6 +34,11 @@ fuzz_target!(|data: &[u8]| {
                     .map_err(Clone::clone)
             };
             assert_eq!(show(&ours), show(&jaq), "`{expr}` on {input}");
+            if let Some(on_json) = e.eval_json_with(&input, &[val.clone()], &limits)
+                && !budget(&on_json)
+            {
+                assert_eq!(show(&on_json), show(&jaq), "on JSON: `{expr}` on {input}");
+            }
         }
     }
     let _ = e.paths(&val, &[val.clone()], &limits);

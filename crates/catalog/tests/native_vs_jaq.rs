@@ -78,6 +78,15 @@ fn catalog_expressions_answer_like_jaq_on_fixture_objects() {
                             e.text(),
                             common::name(&state)
                         );
+                        if let Some(on_json) = e.eval_json_with(obj.json(), vs, &limits) {
+                            assert_eq!(
+                                show(&on_json),
+                                show(&jaq),
+                                "{slug}: `{}` on the JSON of {}",
+                                e.text(),
+                                common::name(&state)
+                            );
+                        }
                         let first = e
                             .first(&input, vs, &limits)
                             .map(|o| o.map(|v| from_val(&v)));

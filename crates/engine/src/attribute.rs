@@ -138,7 +138,7 @@ pub fn attribute_indexed<'a>(
         w.root.pods.push(PodInfo::from_pod(root, &gpu));
         return Ok(());
     }
-    let vars = reference_values(def, root, &root.val(), &crate::resolve::NoReferences)?;
+    let vars = reference_values(def, root, &crate::resolve::NoReferences)?;
     for pod in pods.into_iter().filter(|o| o.is_pod()) {
         let chain = index.chain(pod);
         let reaches = !root_uid.is_empty() && chain.iter().any(|(u, _)| *u == root_uid);

@@ -576,9 +576,9 @@ impl Definition {
         self.limits = limits;
     }
 
-    /// Evaluate one expression of the definition with error context.
-    /// Evaluate on an object: plain paths read its JSON (no conversion of the whole object),
-    /// anything else its jaq value.
+    /// Evaluate one expression of the definition on an object, with error context: plain paths
+    /// and the native subset read its JSON (no conversion of the whole object), anything else
+    /// its jaq value (converted once per object).
     pub(crate) fn eval_obj(
         &self,
         e: &Expr,
@@ -587,7 +587,7 @@ impl Definition {
         component: &str,
         field: &str,
     ) -> Result<Vec<wlmap_expr::Val>, Error> {
-        match e.eval_json(obj.json(), &self.limits) {
+        match e.eval_json_with(obj.json(), vars, &self.limits) {
             Some(r) => r.map_err(|source| self.located(e, component, field, source)),
             None => self.eval(e, &obj.val(), vars, component, field),
         }

@@ -385,10 +385,10 @@ pub fn resolve_with(
     obj: &Object,
     refs: &dyn ReferenceProvider,
 ) -> Result<Workload> {
-    let root_val = obj.val();
-    let vars = reference_values(def, obj, &root_val, refs)?;
-    let status = evaluate(def, obj, &vars)?;
-    let mut nodes = build(def, 0, &root_val, &vars, &GpuPolicy::default())?;
+    // Expressions read the object's JSON; the jaq value is made only if one needs jaq.
+    let vars = reference_values(def, obj, refs)?;
+    let status = evaluate(def, obj, &vars, true)?;
+    let mut nodes = build(def, 0, obj, &vars, &GpuPolicy::default())?;
     let mut root = if nodes.is_empty() {
         return Err(Error::Shape {
             definition: def.name(),
@@ -415,15 +415,14 @@ pub fn resolve_with(
 /// Values of `$parentInstance` (null at the root) and every reference.
 pub(crate) fn reference_values(
     def: &Definition,
-    obj: &Object,
-    root: &Val,
+    root: &Object,
     refs: &dyn ReferenceProvider,
 ) -> Result<Vec<Val>> {
     let mut vars = vec![Val::Null];
     for r in &def.references {
         let first = |e: &wlmap_expr::Expr, field: &str| -> Result<Option<String>> {
             Ok(def
-                .eval(e, root, &vars_null(def), &def.components[0].def.name, field)?
+                .eval_obj(e, root, &vars_null(def), &def.components[0].def.name, field)?
                 .first()
                 .filter(|v| !matches!(v, Val::Null))
                 .map(to_jq_string))
@@ -432,7 +431,7 @@ pub(crate) fn reference_values(
         let ns = match &r.namespace_path {
             Some(e) => first(e, "references.namespacePath")?,
             None if r.def.cluster_scoped => None,
-            None => Some(obj.namespace().to_string()),
+            None => Some(root.namespace().to_string()),
         };
         let v = name
             .and_then(|n| refs.get(&r.def.kind, ns.as_deref(), &n))
@@ -466,7 +465,7 @@ fn set_paths(n: &mut Node, prefix: &str, is_root: bool) {
 fn per_instance(
     def: &Definition,
     e: Option<&wlmap_expr::Expr>,
-    root: &Val,
+    root: &Object,
     vars: &[Val],
     comp: &str,
     field: &str,
@@ -474,7 +473,7 @@ fn per_instance(
     multi: bool,
 ) -> Result<Vec<Option<Val>>> {
     let Some(e) = e else { return Ok(vec![None; n]) };
-    let out = def.eval(e, root, vars, comp, field)?;
+    let out = def.eval_obj(e, root, vars, comp, field)?;
     if multi {
         if out.is_empty() {
             return Ok(vec![None; n]);
@@ -535,7 +534,7 @@ fn count(v: &Option<Val>) -> Option<u64> {
 fn build(
     def: &Definition,
     ci: usize,
-    root: &Val,
+    root: &Object,
     vars: &[Val],
     gpu: &GpuPolicy,
 ) -> Result<Vec<Node>> {
@@ -543,7 +542,7 @@ fn build(
     let name = c.def.name.as_str();
     let (ids, multi): (Vec<Option<String>>, bool) = match &c.instance_ids {
         Some(e) => (
-            def.eval(e, root, vars, name, "instanceIdPath")?
+            def.eval_obj(e, root, vars, name, "instanceIdPath")?
                 .iter()
                 .map(|v| Some(to_jq_string(v)))
                 .collect(),
@@ -655,7 +654,7 @@ fn build(
 fn templates(
     def: &Definition,
     ci: usize,
-    root: &Val,
+    root: &Object,
     vars: &[Val],
     n: usize,
     multi: bool,

@@ -3,6 +3,8 @@
 use crate::definition::{Definition, Matcher, StatusRules};
 use crate::error::Result;
 use serde::Serialize;
+use std::borrow::Cow;
+use wlmap_expr::Field;
 use wlmap_expr::{Val, from_val, to_jq_string};
 
 /// The common status vocabulary.
@@ -157,15 +159,28 @@ impl Status {
     }
 }
 
-fn field_str(c: &serde_json::Value, f: &str) -> Option<String> {
-    c.get(f).map(|v| match v {
-        serde_json::Value::String(s) => s.clone(),
-        other => other.to_string(),
+/// A condition's field as text (strings as they are, anything else as JSON), borrowed when
+/// it is a string: matchers compare many fields of many conditions.
+fn field_str<'c>(c: &'c serde_json::Value, f: &str) -> Option<Cow<'c, str>> {
+    c.field(f).map(|v| match v {
+        serde_json::Value::String(s) => Cow::Borrowed(s.as_str()),
+        other => Cow::Owned(other.to_string()),
     })
 }
 
+fn owned(s: Option<Cow<'_, str>>) -> Option<String> {
+    s.map(Cow::into_owned)
+}
+
 /// Evaluate a definition's status rules on an object.
-pub(crate) fn evaluate(def: &Definition, root: &crate::Object, vars: &[Val]) -> Result<Status> {
+/// With `explain`, every matcher's evaluation is recorded in [`Status::trace`] (what
+/// `describe` and `--explain` show); without, nothing is formatted.
+pub(crate) fn evaluate(
+    def: &Definition,
+    root: &crate::Object,
+    vars: &[Val],
+    explain: bool,
+) -> Result<Status> {
     let Some(rules) = &def.status else {
         return Ok(Status::undefined());
     };
@@ -178,45 +193,57 @@ pub(crate) fn evaluate(def: &Definition, root: &crate::Object, vars: &[Val]) -> 
             .map(|v| to_jq_string(&v)),
         None => None,
     };
-    let conditions: Vec<serde_json::Value> = match &rules.conditions {
-        Some(e) => {
-            let out = def.eval_obj(e, root, vars, comp, "conditionsDefinition.path")?;
-            let mut list = Vec::new();
-            for v in out {
-                match from_val(&v) {
-                    serde_json::Value::Array(a) => list.extend(a),
-                    serde_json::Value::Null => {}
-                    other => list.push(other),
-                }
+    // A plain path's conditions are read in place; anything else is converted.
+    let mut conditions: Vec<Cow<serde_json::Value>> = Vec::new();
+    if let Some(e) = &rules.conditions {
+        match e.eval_json_refs(root.json(), &def.limits) {
+            Some(refs) => {
+                let refs = refs
+                    .map_err(|source| def.located(e, comp, "conditionsDefinition.path", source))?;
+                refs.into_iter()
+                    .for_each(|v| add_condition(&mut conditions, Cow::Borrowed(v)));
             }
-            list
+            None => def
+                .eval_obj(e, root, vars, comp, "conditionsDefinition.path")?
+                .iter()
+                .for_each(|v| add_condition(&mut conditions, Cow::Owned(from_val(v)))),
         }
-        None => Vec::new(),
-    };
+    }
     let mut phases = Vec::new();
     let mut trace = Vec::new();
     let mut decided: Option<(Option<String>, Option<String>)> = None;
     for (phase, matchers) in &rules.mappings {
         for (index, m) in matchers.iter().enumerate() {
-            let (matched, parts, cond) =
-                eval_matcher(def, rules, m, root, vars, raw_phase.as_deref(), &conditions);
+            let mut parts = explain.then(Vec::new);
+            let (matched, cond) = eval_matcher(
+                def,
+                rules,
+                m,
+                root,
+                vars,
+                raw_phase.as_deref(),
+                &conditions,
+                &mut parts,
+            );
             if matched && !phases.contains(phase) {
                 phases.push(*phase);
                 if decided.is_none() {
                     decided = Some(cond.map_or((None, None), |c| {
                         (
-                            field_str(&c, &rules.reason_field),
-                            field_str(&c, &rules.message_field),
+                            owned(field_str(c, &rules.reason_field)),
+                            owned(field_str(c, &rules.message_field)),
                         )
                     }));
                 }
             }
-            trace.push(MatcherTrace {
-                status: *phase,
-                index,
-                matched,
-                parts,
-            });
+            if let Some(parts) = parts {
+                trace.push(MatcherTrace {
+                    status: *phase,
+                    index,
+                    matched,
+                    parts,
+                });
+            }
         }
     }
     if phases.is_empty() {
@@ -240,30 +267,47 @@ pub(crate) fn evaluate(def: &Definition, root: &crate::Object, vars: &[Val]) -> 
     })
 }
 
-fn eval_matcher(
+/// A list of conditions is spread, a single one kept, null skipped.
+fn add_condition<'a>(list: &mut Vec<Cow<'a, serde_json::Value>>, v: Cow<'a, serde_json::Value>) {
+    use serde_json::Value as J;
+    match v {
+        Cow::Borrowed(J::Array(a)) => list.extend(a.iter().map(Cow::Borrowed)),
+        Cow::Owned(J::Array(a)) => list.extend(a.into_iter().map(Cow::Owned)),
+        Cow::Borrowed(J::Null) | Cow::Owned(J::Null) => {}
+        other => list.push(other),
+    }
+}
+
+/// Whether a matcher matches, and the condition that decided it; with `parts`, what each
+/// part of the matcher saw (for the trace).
+#[allow(clippy::too_many_arguments)] // the evaluation's context, passed down as is
+fn eval_matcher<'c>(
     def: &Definition,
     rules: &StatusRules,
     m: &Matcher,
     root: &crate::Object,
     vars: &[Val],
     raw_phase: Option<&str>,
-    conditions: &[serde_json::Value],
-) -> (bool, Vec<String>, Option<serde_json::Value>) {
+    conditions: &'c [Cow<'c, serde_json::Value>],
+    parts: &mut Option<Vec<String>>,
+) -> (bool, Option<&'c serde_json::Value>) {
     let mut ok = true;
-    let mut parts = Vec::new();
     let mut decisive = None;
     if let Some(want) = &m.def.by_phase {
         let hit = raw_phase == Some(want.as_str());
-        parts.push(format!(
-            "byPhase {want:?}: phase is {:?} -> {}",
-            raw_phase.unwrap_or("<none>"),
-            hit
-        ));
+        if let Some(parts) = parts {
+            parts.push(format!(
+                "byPhase {want:?}: phase is {:?} -> {}",
+                raw_phase.unwrap_or("<none>"),
+                hit
+            ));
+        }
         ok &= hit;
     }
     for ec in &m.def.by_conditions {
         let found = conditions
             .iter()
+            .map(|c| &**c)
             .find(|c| field_str(c, &rules.type_field).as_deref() == Some(ec.type_.as_str()));
         let hit = match (ec.status.as_deref(), found) {
             (Some("Absent"), f) => f.is_none(),
@@ -275,23 +319,25 @@ fn eval_matcher(
                     })
             }
         };
-        let seen = found.map_or("absent".to_string(), |c| {
-            format!(
-                "status={} reason={}",
-                field_str(c, &rules.status_field).unwrap_or_default(),
-                field_str(c, &rules.reason_field).unwrap_or_default()
-            )
-        });
-        parts.push(format!(
-            "byConditions {} status={} reason={}: found {} -> {}",
-            ec.type_,
-            ec.status.as_deref().unwrap_or("*"),
-            ec.reason.as_deref().unwrap_or("*"),
-            seen,
-            hit
-        ));
+        if let Some(parts) = parts {
+            let seen = found.map_or("absent".to_string(), |c| {
+                format!(
+                    "status={} reason={}",
+                    field_str(c, &rules.status_field).unwrap_or_default(),
+                    field_str(c, &rules.reason_field).unwrap_or_default()
+                )
+            });
+            parts.push(format!(
+                "byConditions {} status={} reason={}: found {} -> {}",
+                ec.type_,
+                ec.status.as_deref().unwrap_or("*"),
+                ec.reason.as_deref().unwrap_or("*"),
+                seen,
+                hit
+            ));
+        }
         if hit && decisive.is_none() {
-            decisive = found.cloned();
+            decisive = found;
         }
         ok &= hit;
     }
@@ -306,25 +352,29 @@ fn eval_matcher(
             Ok(out) => {
                 let got = out.first().map(to_jq_string);
                 let hit = got.as_deref() == Some(bx.expected_result.as_str());
-                parts.push(format!(
-                    "byExpression `{}` = {:?}, expected {:?} -> {}",
-                    bx.expression,
-                    got.as_deref().unwrap_or("<no output>"),
-                    bx.expected_result,
-                    hit
-                ));
+                if let Some(parts) = parts {
+                    parts.push(format!(
+                        "byExpression `{}` = {:?}, expected {:?} -> {}",
+                        bx.expression,
+                        got.as_deref().unwrap_or("<no output>"),
+                        bx.expected_result,
+                        hit
+                    ));
+                }
                 ok &= hit;
             }
             Err(err) => {
-                parts.push(format!(
-                    "byExpression `{}` failed: {err} -> false",
-                    bx.expression
-                ));
+                if let Some(parts) = parts {
+                    parts.push(format!(
+                        "byExpression `{}` failed: {err} -> false",
+                        bx.expression
+                    ));
+                }
                 ok = false;
             }
         }
     }
-    (ok, parts, decisive)
+    (ok, decisive)
 }
 
 /// The status of a workload object alone (no tree, no resources): what a dashboard polling
@@ -338,6 +388,21 @@ fn eval_matcher(
 /// ```
 pub fn status(def: &Definition, obj: &crate::Object) -> Result<Status> {
     let vars = vec![Val::Null; 1 + def.references.len()];
-    // Plain paths read the JSON: a status made of them never converts the object.
-    evaluate(def, obj, &vars)
+    // Plain paths and the native subset read the JSON: no conversion of the object.
+    evaluate(def, obj, &vars, false)
+}
+
+/// [`status`] with [`Status::trace`] filled: what every matcher saw (for `describe` and
+/// `--explain`; [`crate::resolve`] fills it too).
+///
+/// ```
+/// let def = wlmap_engine::Definition::compile(wlmap_schema::Karta::example(), wlmap_engine::Origin::Catalog).unwrap();
+/// let pod = wlmap_engine::Object::new(serde_json::json!({"status": {"phase": "Running"}}));
+/// let s = wlmap_engine::status_explained(&def, &pod).unwrap();
+/// assert!(s.trace.iter().any(|t| t.matched));
+/// assert!(wlmap_engine::status(&def, &pod).unwrap().trace.is_empty());
+/// ```
+pub fn status_explained(def: &Definition, obj: &crate::Object) -> Result<Status> {
+    let vars = vec![Val::Null; 1 + def.references.len()];
+    evaluate(def, obj, &vars, true)
 }

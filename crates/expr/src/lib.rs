@@ -387,7 +387,14 @@ impl Expr {
             return checked(out, limits);
         }
         if let Some(node) = &self.native
-            && let Some(r) = run_native(node, input, vars, limits, self.vars.len(), take)
+            && let Some(r) = run_native(
+                node,
+                native::V::O(input.clone()),
+                vars,
+                limits,
+                self.vars.len(),
+                take,
+            )
         {
             return r;
         }
@@ -458,10 +465,11 @@ impl Expr {
         }
     }
 
-    /// Evaluate a plain path (`.status.phase`, `.metadata.labels["k"]`, `.spec.items[]?`)
-    /// directly on a JSON value, converting only what it yields; `None` when the expression is
-    /// not a plain path (then convert the input and use [`Expr::eval`]). Same answers as
-    /// [`Expr::eval`] on the converted input.
+    /// Evaluate directly on a JSON value, converting only what the expression yields (or what
+    /// an operation needs): plain paths (`.status.phase`) and the native subset
+    /// (`(.spec.replicas // 0) > 0`). `None` when the expression needs jaq: then convert the
+    /// input ([`to_val`]) and use [`Expr::eval`]. Same answers as [`Expr::eval`] on the
+    /// converted input; declared variables are null (see [`Expr::eval_json_with`]).
     ///
     /// ```
     /// use wlmap_expr::{Expr, Limits, from_val};
@@ -469,20 +477,83 @@ impl Expr {
     /// let e = Expr::compile(r#".metadata.labels["app"]"#).unwrap();
     /// let out = e.eval_json(&pod, &Limits::default()).unwrap().unwrap();
     /// assert_eq!(from_val(&out[0]), serde_json::json!("web"));
-    /// assert!(Expr::compile(".a | length").unwrap().eval_json(&pod, &Limits::default()).is_none());
+    /// let n = Expr::compile(".metadata.labels | length").unwrap();
+    /// assert_eq!(from_val(&n.eval_json(&pod, &Limits::default()).unwrap().unwrap()[0]), serde_json::json!(1));
+    /// assert!(Expr::compile("[range(3)]").unwrap().eval_json(&pod, &Limits::default()).is_none());
     /// ```
     pub fn eval_json(
         &self,
         input: &serde_json::Value,
         limits: &Limits,
     ) -> Option<Result<Vec<Val>, EvalError>> {
+        self.eval_json_with(input, &[], limits)
+    }
+
+    /// [`Expr::eval_json`] of a plain path without converting anything: references into the
+    /// input. `None` when the expression is not a plain path. The outputs are checked like
+    /// [`Expr::eval_json`]'s (output cap, size cap on each output's length).
+    ///
+    /// ```
+    /// use wlmap_expr::{Expr, Limits};
+    /// let job = serde_json::json!({"status": {"conditions": [{"type": "Complete"}]}});
+    /// let e = Expr::compile(".status.conditions[]").unwrap();
+    /// let refs = e.eval_json_refs(&job, &Limits::default()).unwrap().unwrap();
+    /// assert!(std::ptr::eq(refs[0], &job["status"]["conditions"][0]));
+    /// assert!(Expr::compile(".a // 1").unwrap().eval_json_refs(&job, &Limits::default()).is_none());
+    /// ```
+    pub fn eval_json_refs<'a>(
+        &self,
+        input: &'a serde_json::Value,
+        limits: &Limits,
+    ) -> Option<Result<Vec<&'a serde_json::Value>, EvalError>> {
+        self.program.get()?;
         let steps = self.plain.as_ref()?;
+        let take = limits.max_outputs.saturating_add(1);
+        Some(match plain::refs_json(steps, input, take) {
+            Ok(out) if out.len() > limits.max_outputs => Err(EvalError::Budget {
+                which: format!("output cap of {}", limits.max_outputs),
+            }),
+            Ok(out) if out.iter().any(|v| json_len(v) > limits.max_len) => Err(EvalError::Budget {
+                which: format!("size cap of {} bytes or entries", limits.max_len),
+            }),
+            Ok(out) => Ok(out),
+            Err(message) => Err(EvalError::Runtime { message }),
+        })
+    }
+
+    /// [`Expr::eval_json`] with values for the declared variables (in declaration order;
+    /// missing ones are null).
+    ///
+    /// ```
+    /// use wlmap_expr::{Expr, Limits, Val, from_val, to_val};
+    /// let e = Expr::compile_with_vars(".spec[$i] // 0", &["i"]).unwrap();
+    /// let doc = serde_json::json!({"spec": {"a": 2}});
+    /// let out = e.eval_json_with(&doc, &[to_val(&serde_json::json!("a"))], &Limits::default());
+    /// assert_eq!(from_val(&out.unwrap().unwrap()[0]), serde_json::json!(2));
+    /// ```
+    pub fn eval_json_with(
+        &self,
+        input: &serde_json::Value,
+        vars: &[Val],
+        limits: &Limits,
+    ) -> Option<Result<Vec<Val>, EvalError>> {
         self.program.get()?; // the batch did not compile: let `eval` say so
-        let out = match plain::eval_json(steps, input, limits.max_outputs.saturating_add(1)) {
-            Ok(out) => out,
-            Err(message) => return Some(Err(EvalError::Runtime { message })),
-        };
-        Some(checked(out, limits))
+        if let Some(steps) = &self.plain {
+            let out = match plain::eval_json(steps, input, limits.max_outputs.saturating_add(1)) {
+                Ok(out) => out,
+                Err(message) => return Some(Err(EvalError::Runtime { message })),
+            };
+            return Some(checked(out, limits));
+        }
+        let node = self.native.as_ref()?;
+        run_native(
+            node,
+            native::V::J(input),
+            vars,
+            limits,
+            self.vars.len(),
+            usize::MAX,
+        )
     }
 
     /// [`Expr::paths`] of a plain path, read directly from a JSON value (no conversion of the
@@ -551,7 +622,7 @@ fn native_form(text: &str, vars: &[String]) -> Option<native::Node> {
 /// Evaluate natively; `None` when the evaluator bails out (then jaq evaluates).
 fn run_native(
     node: &native::Node,
-    input: &Val,
+    input: native::V,
     vars: &[Val],
     limits: &Limits,
     nvars: usize,
@@ -565,7 +636,7 @@ fn run_native(
 
 fn run_native_unguarded(
     node: &native::Node,
-    input: &Val,
+    input: native::V,
     vars: &[Val],
     limits: &Limits,
     nvars: usize,
@@ -585,12 +656,12 @@ fn run_native_unguarded(
             other => other.to_string(),
         },
     };
-    let _ = run.run(node, input, None, &mut |r| {
+    let _ = run.run(node, &input, None, &mut |r| {
         if let Some(which) = budget.exhausted() {
             failed = Some(budget_error(which));
             return Break(());
         }
-        match r {
+        match r.map(native::V::into_val) {
             Ok(v) => {
                 if let Err(why) = budget.keep(&v) {
                     failed = Some(budget_error(why));
@@ -623,6 +694,16 @@ fn run_native_unguarded(
         return Some(Err(budget_error(which)));
     }
     Some(Ok(out))
+}
+
+/// [`sandbox::shallow_len`] of a JSON value: bytes of a string, entries of an array or object.
+fn json_len(v: &serde_json::Value) -> usize {
+    match v {
+        serde_json::Value::String(s) => s.len(),
+        serde_json::Value::Array(a) => a.len(),
+        serde_json::Value::Object(o) => o.len(),
+        _ => 0,
+    }
 }
 
 /// The output and size caps on the outputs of a plain path.

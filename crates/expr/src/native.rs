@@ -17,6 +17,7 @@
 //! count as kept, built arrays and objects are measured as trees. Differential tests and a
 //! fuzz target compare it with jaq.
 
+use crate::Field;
 use crate::sandbox::{Budget, budget_value_error, checked_add, checked_mul};
 use jaq_core::ValT as _;
 use jaq_core::load::lex::StrPart;
@@ -69,6 +70,8 @@ pub(crate) enum Node {
 
 #[derive(Debug, Clone)]
 pub(crate) enum PathPart {
+    /// A constant string key (`.a`, `."a"`, `.["a"]`), also as text to read JSON objects.
+    Key(Val, String),
     Index(Node),
     Iter,
 }
@@ -179,7 +182,13 @@ impl<'s> Conv<'_, 's> {
                 let mut parts = Vec::with_capacity(path.0.len());
                 for (part, opt) in &path.0 {
                     let part = match part {
-                        Part::Index(i) => PathPart::Index(self.term(i)?),
+                        Part::Index(i) => match self.term(i)? {
+                            Node::Const(Val::TStr(k)) => match std::str::from_utf8(&k) {
+                                Ok(text) => PathPart::Key(Val::TStr(k.clone()), text.to_string()),
+                                Err(_) => PathPart::Index(Node::Const(Val::TStr(k))),
+                            },
+                            other => PathPart::Index(other),
+                        },
                         Part::Range(None, None) => PathPart::Iter,
                         Part::Range(..) => return None,
                     };
@@ -249,15 +258,74 @@ impl<'s> Conv<'_, 's> {
     }
 }
 
-type R = Result<Val, jaq_json::Error>;
+/// A value during native evaluation: a part of the input JSON (borrowed, never converted
+/// unless an operation needs jaq's value) or a value of its own (built, a constant, a variable).
+#[derive(Clone, Debug)]
+pub(crate) enum V<'a> {
+    J(&'a serde_json::Value),
+    O(Val),
+}
+
+const NULL: serde_json::Value = serde_json::Value::Null;
+
+impl V<'_> {
+    /// jaq's value (a conversion for a JSON part: only where an operation needs it).
+    pub(crate) fn val(&self) -> Val {
+        match self {
+            V::J(j) => crate::to_val(j),
+            V::O(v) => v.clone(),
+        }
+    }
+
+    pub(crate) fn into_val(self) -> Val {
+        match self {
+            V::J(j) => crate::to_val(j),
+            V::O(v) => v,
+        }
+    }
+
+    fn truthy(&self) -> bool {
+        use serde_json::Value as J;
+        !matches!(
+            self,
+            V::J(J::Null | J::Bool(false)) | V::O(Val::Null | Val::Bool(false))
+        )
+    }
+
+    /// The bytes of a text string.
+    fn text(&self) -> Option<&[u8]> {
+        match self {
+            V::J(serde_json::Value::String(s)) => Some(s.as_bytes()),
+            V::O(Val::TStr(b)) => Some(b),
+            _ => None,
+        }
+    }
+}
+
+/// jaq's comparison, without converting two strings (the common case: `.type == "Ready"`).
+fn compare(op: Cmp, a: &V, b: &V) -> bool {
+    match (a.text(), b.text()) {
+        (Some(x), Some(y)) => op.run(&x, &y),
+        _ => op.run(&a.val(), &b.val()),
+    }
+}
+
+fn ordering(a: &V, b: &V) -> std::cmp::Ordering {
+    match (a.text(), b.text()) {
+        (Some(x), Some(y)) => x.cmp(y),
+        _ => a.val().cmp(&b.val()),
+    }
+}
+
+type R<'a> = Result<V<'a>, jaq_json::Error>;
 type Flow = ControlFlow<()>;
 const GO: Flow = ControlFlow::Continue(());
 const STOP: Flow = ControlFlow::Break(());
 
 /// Variables bound by `as`, innermost first.
-pub(crate) struct Env<'a> {
-    head: Val,
-    tail: Option<&'a Env<'a>>,
+pub(crate) struct Env<'e, 'a> {
+    head: V<'a>,
+    tail: Option<&'e Env<'e, 'a>>,
 }
 
 /// One evaluation.
@@ -269,12 +337,11 @@ pub(crate) struct Run<'r> {
     iterations: Cell<u32>,
 }
 
-fn truthy(v: &Val) -> bool {
-    !matches!(v, Val::Null | Val::Bool(false))
-}
-
 /// The first error of a row of results, else their values.
-fn first_err<'a>(xs: impl Iterator<Item = &'a R>) -> Result<Vec<&'a Val>, jaq_json::Error> {
+fn first_err<'v, 'a>(xs: impl Iterator<Item = &'v R<'a>>) -> Result<Vec<&'v V<'a>>, jaq_json::Error>
+where
+    'a: 'v,
+{
     let mut out = Vec::new();
     for x in xs {
         match x {
@@ -312,16 +379,16 @@ impl<'r> Run<'r> {
     }
 
     /// Run `n` on `v`, pushing each output (or error) to `k` until it says stop.
-    pub(crate) fn run(
+    pub(crate) fn run<'a>(
         &self,
         n: &Node,
-        v: &Val,
-        env: Option<&Env>,
-        k: &mut dyn FnMut(R) -> Flow,
+        v: &V<'a>,
+        env: Option<&Env<'_, 'a>>,
+        k: &mut dyn FnMut(R<'a>) -> Flow,
     ) -> Flow {
         match n {
             Node::Id => k(Ok(v.clone())),
-            Node::Const(c) => k(Ok(c.clone())),
+            Node::Const(c) => k(Ok(V::O(c.clone()))),
             Node::Empty => GO,
             Node::Comma(l, r) => {
                 self.run(l, v, env, k)?;
@@ -342,7 +409,7 @@ impl<'r> Run<'r> {
             Node::Alt(l, r) => {
                 let mut any = false;
                 self.run(l, v, env, &mut |x| {
-                    if x.as_ref().map_or(true, truthy) {
+                    if x.as_ref().map_or(true, V::truthy) {
                         any = true;
                         k(x)
                     } else {
@@ -352,23 +419,28 @@ impl<'r> Run<'r> {
                 if any { GO } else { self.run(r, v, env, k) }
             }
             Node::Logic(l, stop, r) => self.run(l, v, env, &mut |x| match x {
-                Ok(a) if truthy(&a) == *stop => k(Ok(Val::from(*stop))),
-                Ok(_) => self.run(r, v, env, &mut |y| k(y.map(|y| Val::from(truthy(&y))))),
+                Ok(a) if a.truthy() == *stop => k(Ok(V::O(Val::from(*stop)))),
+                Ok(_) => self.run(
+                    r,
+                    v,
+                    env,
+                    &mut |y| k(y.map(|y| V::O(Val::from(y.truthy())))),
+                ),
                 Err(e) => k(Err(e)),
             }),
-            // jaq's `cartesian`: each left output (even an error) with each right output.
             Node::Math(l, op, r, true) => self.run(l, v, env, &mut |x| match x {
                 Ok(a) => self.run(r, v, env, &mut |y| {
-                    k(y.and_then(|c| self.math(a.clone(), *op, c)))
+                    k(y.and_then(|c| self.math(a.val(), *op, c.into_val())))
                 }),
                 Err(e) => k(Err(e)),
             }),
+            // jaq's `cartesian`: each left output (even an error) with each right output.
             Node::Math(l, op, r, false) => self.run(l, v, env, &mut |x| {
                 self.run(r, v, env, &mut |y| {
                     let out = match (&x, y) {
                         (Err(e), _) => Err(e.clone()),
                         (_, Err(e)) => Err(e),
-                        (Ok(a), Ok(c)) => self.math(a.clone(), *op, c),
+                        (Ok(a), Ok(c)) => self.math(a.val(), *op, c.into_val()),
                     };
                     k(out)
                 })
@@ -378,20 +450,22 @@ impl<'r> Run<'r> {
                     let out = match (&x, y) {
                         (Err(e), _) => Err(e.clone()),
                         (_, Err(e)) => Err(e),
-                        (Ok(a), Ok(c)) => Ok(Val::from(op.run(a, &c))),
+                        (Ok(a), Ok(c)) => Ok(V::O(Val::from(compare(*op, a, &c)))),
                     };
                     k(out)
                 })
             }),
-            Node::Neg(f) => self.run(f, v, env, &mut |x| k(x.and_then(|x| -x))),
+            Node::Neg(f) => self.run(f, v, env, &mut |x| {
+                k(x.and_then(|x| (-x.into_val()).map(V::O)))
+            }),
             Node::Ite(c, t, e) => self.run(c, v, env, &mut |x| match x {
-                Ok(a) => self.run(if truthy(&a) { t } else { e }, v, env, k),
+                Ok(a) => self.run(if a.truthy() { t } else { e }, v, env, k),
                 Err(e) => k(Err(e)),
             }),
-            Node::Arr(None) => k(Ok(Val::Arr(Default::default()))),
+            Node::Arr(None) => k(Ok(V::O(Val::Arr(Default::default())))),
             Node::Arr(Some(f)) => {
                 let r = self.collect(f, v, env)?;
-                k(r.and_then(|a| self.tree(a)))
+                k(r.and_then(|a| self.tree(a)).map(V::O))
             }
             Node::Obj(entries) => {
                 let mut row = Vec::with_capacity(entries.len());
@@ -407,28 +481,38 @@ impl<'r> Run<'r> {
                     None => self.bail(),
                 }
             }
-            Node::Global(i) => k(Ok(self.globals.get(*i).cloned().unwrap_or(Val::Null))),
+            Node::Global(i) => k(Ok(V::O(self.globals.get(*i).cloned().unwrap_or(Val::Null)))),
             Node::Path(f, parts) => self.path(f, parts, v, env, k),
-            Node::Length => match v {
-                Val::Null => k(Ok(Val::from(0usize))),
-                Val::Arr(a) => k(Ok(Val::from(a.len()))),
-                Val::Obj(o) => k(Ok(Val::from(o.len()))),
-                Val::BStr(s) => k(Ok(Val::from(s.len()))),
-                Val::TStr(s) => match std::str::from_utf8(s) {
-                    Ok(s) => k(Ok(Val::from(s.chars().count()))),
-                    Err(_) => self.bail(),
-                },
-                Val::Bool(_) => k(Err(jaq_json::Error::str(format_args!("{v} has no length")))),
-                Val::Num(_) => self.bail(),
-            },
+            Node::Length => {
+                use serde_json::Value as J;
+                let n = match v {
+                    V::J(J::Null) | V::O(Val::Null) => 0,
+                    V::J(J::Array(a)) => a.len(),
+                    V::J(J::Object(o)) => o.len(),
+                    V::J(J::String(s)) => s.chars().count(),
+                    V::O(Val::Arr(a)) => a.len(),
+                    V::O(Val::Obj(o)) => o.len(),
+                    V::O(Val::BStr(s)) => s.len(),
+                    V::O(Val::TStr(s)) => match std::str::from_utf8(s) {
+                        Ok(s) => s.chars().count(),
+                        Err(_) => return self.bail(),
+                    },
+                    V::J(J::Bool(_)) | V::O(Val::Bool(_)) => {
+                        let b = v.val();
+                        return k(Err(jaq_json::Error::str(format_args!("{b} has no length"))));
+                    }
+                    V::J(J::Number(_)) | V::O(Val::Num(_)) => return self.bail(),
+                };
+                k(Ok(V::O(Val::from(n))))
+            }
             // jaq: `def any(g; c): isempty(g | c or empty) | not;` and
             // `def all(g; c): isempty(g | c and empty);`: the first error or decisive value.
             Node::AnyAll(g, c, any) => {
-                let mut found: Option<R> = None;
+                let mut found: Option<Result<bool, jaq_json::Error>> = None;
                 let flow = self.run(g, v, env, &mut |x| match x {
                     Ok(y) => self.run(c, &y, env, &mut |z| match z {
-                        Ok(a) if truthy(&a) == *any => {
-                            found = Some(Ok(Val::from(*any)));
+                        Ok(a) if a.truthy() == *any => {
+                            found = Some(Ok(*any));
                             STOP
                         }
                         Ok(_) => GO,
@@ -445,19 +529,30 @@ impl<'r> Run<'r> {
                 if flow.is_break() && found.is_none() {
                     return STOP; // a bail-out or the deadline
                 }
-                k(found.unwrap_or_else(|| Ok(Val::from(!*any))))
+                let b = found.unwrap_or(Ok(!*any));
+                k(b.map(|b| V::O(Val::from(b))))
             }
             // jaq: `def to_entries: [key_values[] as [$key, $value] | {$key, $value}];`
             Node::ToEntries => {
+                use serde_json::Value as J;
                 let pairs: Vec<(Val, Val)> = match v {
-                    Val::Obj(o) => o.iter().map(|(a, c)| (a.clone(), c.clone())).collect(),
-                    Val::Arr(a) => a
+                    V::J(J::Object(o)) => o
+                        .iter()
+                        .map(|(a, c)| (Val::from(a.clone()), crate::to_val(c)))
+                        .collect(),
+                    V::J(J::Array(a)) => a
+                        .iter()
+                        .enumerate()
+                        .map(|(i, c)| (Val::from(i as isize), crate::to_val(c)))
+                        .collect(),
+                    V::O(Val::Obj(o)) => o.iter().map(|(a, c)| (a.clone(), c.clone())).collect(),
+                    V::O(Val::Arr(a)) => a
                         .iter()
                         .enumerate()
                         .map(|(i, c)| (Val::from(i as isize), c.clone()))
                         .collect(),
                     _ => {
-                        let err = v.clone().key_values().find_map(Result::err);
+                        let err = v.val().key_values().find_map(Result::err);
                         return match err {
                             Some(e) => k(Err(e)),
                             None => self.bail(),
@@ -474,30 +569,38 @@ impl<'r> Run<'r> {
                         Err(e) => return k(Err(e)),
                     }
                 }
-                k(self.tree(Val::from_iter(items)))
+                k(self.tree(Val::from_iter(items)).map(V::O))
             }
             // jaq: `min_by_or_empty(.)` keeps the first least, `max_by_or_empty(.)` the last
             // greatest; an empty array gives null.
-            Node::MinMax(max) => match v {
-                Val::Arr(a) => {
-                    let mut best: Option<&Val> = None;
-                    for y in a.iter() {
-                        best = match best {
-                            None => Some(y),
-                            Some(m) if (*max && y >= m) || (!*max && y < m) => Some(y),
-                            keep => keep,
-                        };
-                    }
-                    k(Ok(best.cloned().unwrap_or(Val::Null)))
+            Node::MinMax(max) => {
+                let items: Vec<V> = match v {
+                    V::J(serde_json::Value::Array(a)) => a.iter().map(V::J).collect(),
+                    V::O(Val::Arr(a)) => a.iter().cloned().map(V::O).collect(),
+                    _ => return k(Err(jaq_json::Error::typ(v.val(), "array"))),
+                };
+                let mut best: Option<V> = None;
+                for y in items {
+                    best = match best {
+                        None => Some(y),
+                        Some(m) => {
+                            let o = ordering(&y, &m);
+                            if (*max && o.is_ge()) || (!*max && o.is_lt()) {
+                                Some(y)
+                            } else {
+                                Some(m)
+                            }
+                        }
+                    };
                 }
-                _ => k(Err(jaq_json::Error::typ(v.clone(), "array"))),
-            },
+                k(Ok(best.unwrap_or(V::O(Val::Null))))
+            }
+            // jaq-std: `map_utf8_str`, which fails on anything but a text string.
             Node::Ascii(upper) => {
-                // jaq-std: `map_utf8_str`, which fails on anything but a text string.
-                let r = match v {
-                    Val::TStr(s) if *upper => Ok(Val::utf8_str(s.to_ascii_uppercase())),
-                    Val::TStr(s) => Ok(Val::utf8_str(s.to_ascii_lowercase())),
-                    _ => Err(jaq_json::Error::typ(v.clone(), "string")),
+                let r = match v.text() {
+                    Some(s) if *upper => Ok(V::O(Val::utf8_str(s.to_ascii_uppercase()))),
+                    Some(s) => Ok(V::O(Val::utf8_str(s.to_ascii_lowercase()))),
+                    None => Err(jaq_json::Error::typ(v.val(), "string")),
                 };
                 k(r)
             }
@@ -514,36 +617,38 @@ impl<'r> Run<'r> {
                 }
             }
             Node::Type => {
+                use serde_json::Value as J;
                 let t = match v {
-                    Val::Null => "null",
-                    Val::Bool(_) => "boolean",
-                    Val::Num(_) => "number",
-                    Val::TStr(_) => "string",
-                    Val::Arr(_) => "array",
-                    Val::Obj(_) => "object",
-                    Val::BStr(_) => return self.bail(),
+                    V::J(J::Null) | V::O(Val::Null) => "null",
+                    V::J(J::Bool(_)) | V::O(Val::Bool(_)) => "boolean",
+                    V::J(J::Number(_)) | V::O(Val::Num(_)) => "number",
+                    V::J(J::String(_)) | V::O(Val::TStr(_)) => "string",
+                    V::J(J::Array(_)) | V::O(Val::Arr(_)) => "array",
+                    V::J(J::Object(_)) | V::O(Val::Obj(_)) => "object",
+                    V::O(Val::BStr(_)) => return self.bail(),
                 };
-                k(Ok(Val::from(t.to_string())))
+                k(Ok(V::O(Val::from(t.to_string()))))
             }
         }
     }
 
-    fn math(&self, a: Val, op: Math, c: Val) -> R {
+    fn math<'a>(&self, a: Val, op: Math, c: Val) -> R<'a> {
         match op {
             Math::Add => checked_add(a, c, self.budget),
             Math::Mul => checked_mul(a, c, self.budget),
             _ => op.run(a, c),
         }
+        .map(V::O)
     }
 
     /// `__tree`: a built array or object measured as a tree.
-    fn tree(&self, v: Val) -> R {
+    fn tree(&self, v: Val) -> Result<Val, jaq_json::Error> {
         self.budget.check_shape(&v).map_err(budget_value_error)?;
         Ok(v)
     }
 
     /// `__item`: a collected item spends a step and counts as kept.
-    fn item(&self, v: Val) -> R {
+    fn item(&self, v: Val) -> Result<Val, jaq_json::Error> {
         self.budget
             .tick()
             .and_then(|()| self.budget.keep(&v))
@@ -552,19 +657,29 @@ impl<'r> Run<'r> {
     }
 
     /// `[f]`: the items, or the first error. `Break` when the run must stop.
-    fn collect(&self, f: &Node, v: &Val, env: Option<&Env>) -> ControlFlow<(), R> {
+    fn collect<'a>(
+        &self,
+        f: &Node,
+        v: &V<'a>,
+        env: Option<&Env<'_, 'a>>,
+    ) -> ControlFlow<(), Result<Val, jaq_json::Error>> {
         let mut items = Vec::new();
         let mut err = None;
-        let flow = self.run(f, v, env, &mut |x| match x.and_then(|y| self.item(y)) {
-            Ok(y) => {
-                items.push(y);
-                GO
-            }
-            Err(e) => {
-                err = Some(e);
-                STOP
-            }
-        });
+        let flow = self.run(
+            f,
+            v,
+            env,
+            &mut |x| match x.and_then(|y| self.item(y.into_val())) {
+                Ok(y) => {
+                    items.push(y);
+                    GO
+                }
+                Err(e) => {
+                    err = Some(e);
+                    STOP
+                }
+            },
+        );
         match err {
             Some(e) => ControlFlow::Continue(Err(e)),
             None if flow.is_break() => ControlFlow::Break(()),
@@ -575,13 +690,13 @@ impl<'r> Run<'r> {
     /// An object: jaq sums one-entry objects, so the outputs are the cartesian product of the
     /// entries' outputs (first entry outermost, key before value) and a combination that holds
     /// an error yields its first error.
-    fn obj(
+    fn obj<'a>(
         &self,
         entries: &[(Node, Node)],
-        v: &Val,
-        env: Option<&Env>,
+        v: &V<'a>,
+        env: Option<&Env<'_, 'a>>,
         row: &mut Vec<Result<(Val, Val), jaq_json::Error>>,
-        k: &mut dyn FnMut(R) -> Flow,
+        k: &mut dyn FnMut(R<'a>) -> Flow,
     ) -> Flow {
         let Some(((kn, vn), rest)) = entries.split_first() else {
             let mut map = jaq_json::Map::default();
@@ -593,14 +708,14 @@ impl<'r> Run<'r> {
                     Err(e) => return k(Err(e.clone())),
                 }
             }
-            return k(self.tree(Val::obj(map)));
+            return k(self.tree(Val::obj(map)).map(V::O));
         };
         self.run(kn, v, env, &mut |key| {
             self.run(vn, v, env, &mut |val| {
                 let pair = match (&key, val) {
                     (Err(e), _) => Err(e.clone()),
                     (_, Err(e)) => Err(e),
-                    (Ok(a), Ok(c)) => Ok((a.clone(), c)),
+                    (Ok(a), Ok(c)) => Ok((a.val(), c.into_val())),
                 };
                 row.push(pair);
                 let flow = self.obj(rest, v, env, row, k);
@@ -612,16 +727,16 @@ impl<'r> Run<'r> {
 
     /// `f | path`: jaq evaluates the index expressions on the input once, then runs every
     /// combination of their outputs (first part outermost) on every output of `f`.
-    fn path(
+    fn path<'a>(
         &self,
         f: &Node,
         parts: &[(PathPart, bool)],
-        v: &Val,
-        env: Option<&Env>,
-        k: &mut dyn FnMut(R) -> Flow,
+        v: &V<'a>,
+        env: Option<&Env<'_, 'a>>,
+        k: &mut dyn FnMut(R<'a>) -> Flow,
     ) -> Flow {
         // Most paths are constant keys: no allocation for them.
-        let mut indices: Vec<Vec<R>> = Vec::new();
+        let mut indices: Vec<Vec<R<'a>>> = Vec::new();
         for (part, _) in parts {
             if let PathPart::Index(i) = part
                 && !matches!(i, Node::Const(_))
@@ -643,13 +758,13 @@ impl<'r> Run<'r> {
         })
     }
 
-    fn combos<'i>(
+    fn combos<'i, 'a: 'i>(
         &self,
         parts: &[(PathPart, bool)],
-        indices: &'i [Vec<R>],
-        chosen: &mut Vec<&'i R>,
-        y: &Val,
-        k: &mut dyn FnMut(R) -> Flow,
+        indices: &'i [Vec<R<'a>>],
+        chosen: &mut Vec<&'i R<'a>>,
+        y: &V<'a>,
+        k: &mut dyn FnMut(R<'a>) -> Flow,
     ) -> Flow {
         if let Some((first, rest)) = indices.split_first() {
             for x in first {
@@ -667,58 +782,117 @@ impl<'r> Run<'r> {
     }
 
     /// Run one concrete path on `y`; `vals` are the non-constant indices in order.
-    fn walk(
+    fn walk<'a>(
         &self,
         parts: &[(PathPart, bool)],
-        vals: &[&Val],
-        y: &Val,
-        k: &mut dyn FnMut(R) -> Flow,
+        vals: &[&V<'a>],
+        y: &V<'a>,
+        k: &mut dyn FnMut(R<'a>) -> Flow,
     ) -> Flow {
+        use serde_json::Value as J;
         let Some(((part, optional), rest)) = parts.split_first() else {
             return k(Ok(y.clone()));
         };
-        match part {
-            PathPart::Index(i) => {
-                let (idx, vals) = match i {
-                    Node::Const(c) => (c, vals),
-                    _ => match vals.split_first() {
-                        Some((x, more)) => (*x, more),
-                        None => return self.bail(),
+        let idx: &V = match part {
+            PathPart::Key(key, text) => {
+                return match y {
+                    V::J(J::Null) | V::O(Val::Null) => self.walk(rest, vals, &V::J(&NULL), k),
+                    V::J(o @ J::Object(_)) => {
+                        self.walk(rest, vals, &V::J(o.field(text).unwrap_or(&NULL)), k)
+                    }
+                    V::O(Val::Obj(o)) => match o.get(key) {
+                        Some(c) => self.walk(rest, vals, &V::O(c.clone()), k),
+                        None => self.walk(rest, vals, &V::J(&NULL), k),
                     },
-                };
-                match (y, idx) {
-                    (Val::Null, _) => self.walk(rest, vals, &Val::Null, k),
-                    (Val::Obj(o), key) => match o.get(key) {
-                        Some(c) => self.walk(rest, vals, c, k),
-                        None => self.walk(rest, vals, &Val::Null, k),
-                    },
-                    _ => match y.clone().index(idx) {
-                        Ok(c) => self.walk(rest, vals, &c, k),
+                    _ => match y.val().index(key) {
+                        Ok(c) => self.walk(rest, vals, &V::O(c), k),
                         Err(_) if *optional => GO,
                         Err(e) => k(Err(e)),
                     },
-                }
+                };
             }
-            PathPart::Iter => match y {
-                Val::Arr(a) => {
-                    for c in a.iter() {
-                        self.iterated()?;
-                        self.walk(rest, vals, c, k)?;
+            PathPart::Index(Node::Const(c)) => &V::O(c.clone()),
+            PathPart::Index(_) => match vals.split_first() {
+                Some((x, more)) => return self.walk_index(rest, more, *optional, x, y, k),
+                None => return self.bail(),
+            },
+            PathPart::Iter => {
+                return match y {
+                    V::J(J::Array(a)) => {
+                        for c in a {
+                            self.iterated()?;
+                            self.walk(rest, vals, &V::J(c), k)?;
+                        }
+                        GO
                     }
-                    GO
-                }
-                Val::Obj(o) => {
-                    for c in o.values() {
-                        self.iterated()?;
-                        self.walk(rest, vals, c, k)?;
+                    V::J(J::Object(o)) => {
+                        for c in o.values() {
+                            self.iterated()?;
+                            self.walk(rest, vals, &V::J(c), k)?;
+                        }
+                        GO
                     }
-                    GO
-                }
-                _ if *optional => GO,
-                _ => match y.clone().values().find_map(Result::err) {
-                    Some(e) => k(Err(e)),
-                    None => self.bail(),
-                },
+                    V::O(Val::Arr(a)) => {
+                        for c in a.iter() {
+                            self.iterated()?;
+                            self.walk(rest, vals, &V::O(c.clone()), k)?;
+                        }
+                        GO
+                    }
+                    V::O(Val::Obj(o)) => {
+                        for c in o.values() {
+                            self.iterated()?;
+                            self.walk(rest, vals, &V::O(c.clone()), k)?;
+                        }
+                        GO
+                    }
+                    _ if *optional => GO,
+                    _ => match y.val().values().find_map(Result::err) {
+                        Some(e) => k(Err(e)),
+                        None => self.bail(),
+                    },
+                };
+            }
+        };
+        self.walk_index(rest, vals, *optional, idx, y, k)
+    }
+
+    /// `y[idx]` then the rest of the path.
+    fn walk_index<'a>(
+        &self,
+        rest: &[(PathPart, bool)],
+        vals: &[&V<'a>],
+        optional: bool,
+        idx: &V<'a>,
+        y: &V<'a>,
+        k: &mut dyn FnMut(R<'a>) -> Flow,
+    ) -> Flow {
+        use serde_json::Value as J;
+        match (y, idx) {
+            (V::J(J::Null) | V::O(Val::Null), _) => self.walk(rest, vals, &V::J(&NULL), k),
+            // jaq: an object has no value at a key that is not a string.
+            (V::J(o @ J::Object(_)), i) => {
+                let child = match i.text().map(std::str::from_utf8) {
+                    Some(Ok(key)) => o.field(key).unwrap_or(&NULL),
+                    Some(Err(_)) => return self.bail(),
+                    None => &NULL,
+                };
+                self.walk(rest, vals, &V::J(child), k)
+            }
+            // jaq: a negative index counts from the end; out of range is null.
+            (V::J(J::Array(a)), V::O(Val::Num(jaq_json::Num::Int(i)))) => {
+                let at = if *i >= 0 {
+                    Some(*i as usize)
+                } else {
+                    a.len().checked_sub(i.unsigned_abs())
+                };
+                let child = at.and_then(|at| a.get(at)).unwrap_or(&NULL);
+                self.walk(rest, vals, &V::J(child), k)
+            }
+            _ => match y.val().index(&idx.val()) {
+                Ok(c) => self.walk(rest, vals, &V::O(c), k),
+                Err(_) if optional => GO,
+                Err(e) => k(Err(e)),
             },
         }
     }

@@ -11,10 +11,22 @@ fn json_outs(r: Result<Vec<Val>, EvalError>) -> Outs {
     r.map(|o| o.iter().map(from_val).collect())
 }
 
-/// (what `eval` answers, what jaq answers), taking at most `take` outputs.
+/// (what `eval` answers, what jaq answers), taking at most `take` outputs; with all outputs,
+/// the evaluation on the JSON value (`eval_json_with`, no conversion of the input) must give
+/// `eval`'s answer too.
 fn answers(e: &Expr, input: &Val, vars: &[Val], take: usize) -> (Outs, Outs) {
     let ours = json_outs(e.run_main(input, vars, &Limits::default(), take));
     let jaq = json_outs(super::tests::jaq_take(e, input, vars, take));
+    if take == usize::MAX
+        && let Some(on_json) = e.eval_json_with(&from_val(input), vars, &Limits::default())
+    {
+        assert_eq!(
+            json_outs(on_json),
+            ours,
+            "on JSON: `{}` on {input}",
+            e.text()
+        );
+    }
     (ours, jaq)
 }
 

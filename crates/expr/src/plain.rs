@@ -255,3 +255,53 @@ fn walk_paths(
         (step, _) => Err(step_error(step, &crate::to_val(v))),
     }
 }
+
+/// [`eval_json`] without converting the outputs: references into the input.
+pub(crate) fn refs_json<'a>(
+    steps: &[Step],
+    input: &'a serde_json::Value,
+    take: usize,
+) -> Result<Vec<&'a serde_json::Value>, String> {
+    let mut out = Vec::new();
+    walk_refs(steps, input, take, &mut out)?;
+    Ok(out)
+}
+
+fn walk_refs<'a>(
+    steps: &[Step],
+    v: &'a serde_json::Value,
+    take: usize,
+    out: &mut Vec<&'a serde_json::Value>,
+) -> Result<(), String> {
+    use serde_json::Value as J;
+    const NULL: &J = &J::Null;
+    if out.len() >= take {
+        return Ok(());
+    }
+    let Some((step, rest)) = steps.split_first() else {
+        out.push(v);
+        return Ok(());
+    };
+    match (step, v) {
+        (Step::Key(_, _) | Step::Index(_, _), J::Null) => walk_refs(rest, NULL, take, out),
+        (Step::Key(k, _), j @ J::Object(_)) => {
+            walk_refs(rest, j.field(k).unwrap_or(NULL), take, out)
+        }
+        (Step::Index(_, _), J::Object(_)) => walk_refs(rest, NULL, take, out),
+        (Step::Index(n, _), J::Array(a)) => walk_refs(rest, a.get(*n).unwrap_or(NULL), take, out),
+        (Step::Iter(_), J::Array(a)) => {
+            for c in a {
+                walk_refs(rest, c, take, out)?;
+            }
+            Ok(())
+        }
+        (Step::Iter(_), J::Object(m)) => {
+            for c in m.values() {
+                walk_refs(rest, c, take, out)?;
+            }
+            Ok(())
+        }
+        (Step::Key(_, true) | Step::Index(_, true) | Step::Iter(true), _) => Ok(()),
+        (step, _) => Err(step_error(step, &crate::to_val(v))),
+    }
+}

@@ -571,6 +571,9 @@ mod plain_paths {
             prop_assert_eq!(&a, &b, "{} on {}", p, v); // outputs and error messages alike
             let c = fast.eval_json(&v, &l).expect("plain").map(|o| o.iter().map(from_val).collect::<Vec<_>>());
             prop_assert_eq!(&c, &b, "on JSON: {} on {}", p, v);
+            let refs = fast.eval_json_refs(&v, &l).expect("plain")
+                .map(|o| o.into_iter().cloned().collect::<Vec<_>>());
+            prop_assert_eq!(&refs, &b, "refs: {} on {}", p, v);
             let pj = fast.paths_json(&v, &l).expect("plain");
             let pv = fast.paths(&input, &[], &l);
             prop_assert_eq!(&pj, &pv, "paths: {} on {}", p, v);
