@@ -474,6 +474,50 @@ fn per_instance(
 ) -> Result<Vec<Option<Val>>> {
     let Some(e) = e else { return Ok(vec![None; n]) };
     let out = def.eval_obj(e, root, vars, comp, field)?;
+    zip_instances(def, comp, field, out, |v| matches!(v, Val::Null), n, multi)
+}
+
+/// [`per_instance`] as JSON: a plain path's outputs are copied out of the object (no round
+/// trip through jaq values); templates are read this way.
+#[allow(clippy::too_many_arguments)] // as per_instance
+fn per_instance_json(
+    def: &Definition,
+    e: Option<&wlmap_expr::Expr>,
+    root: &Object,
+    vars: &[Val],
+    comp: &str,
+    field: &str,
+    n: usize,
+    multi: bool,
+) -> Result<Vec<Option<Value>>> {
+    let Some(e) = e else { return Ok(vec![None; n]) };
+    let out: Vec<Value> = match e.eval_json_refs(root.json(), &def.limits) {
+        Some(refs) => refs
+            .map_err(|source| def.located(e, comp, field, source))?
+            .into_iter()
+            .cloned()
+            .collect(),
+        None => def
+            .eval_obj(e, root, vars, comp, field)?
+            .iter()
+            .map(from_val)
+            .collect(),
+    };
+    zip_instances(def, comp, field, out, Value::is_null, n, multi)
+}
+
+/// Outputs zipped with the instances: `n` values by position with an instanceIdPath (none at
+/// all = absent everywhere), else at most one non-null value.
+#[allow(clippy::too_many_arguments)] // the context of the error messages
+fn zip_instances<T: Clone>(
+    def: &Definition,
+    comp: &str,
+    field: &str,
+    out: Vec<T>,
+    is_null: impl Fn(&T) -> bool,
+    n: usize,
+    multi: bool,
+) -> Result<Vec<Option<T>>> {
     if multi {
         if out.is_empty() {
             return Ok(vec![None; n]);
@@ -490,19 +534,10 @@ fn per_instance(
         }
         return Ok(out
             .into_iter()
-            .map(|v| {
-                if matches!(v, Val::Null) {
-                    None
-                } else {
-                    Some(v)
-                }
-            })
+            .map(|v| if is_null(&v) { None } else { Some(v) })
             .collect());
     }
-    let non_null: Vec<Val> = out
-        .into_iter()
-        .filter(|v| !matches!(v, Val::Null))
-        .collect();
+    let non_null: Vec<T> = out.into_iter().filter(|v| !is_null(v)).collect();
     if non_null.len() > 1 {
         return Err(Error::Shape {
             definition: def.name(),
@@ -666,8 +701,8 @@ fn templates(
         component: name.to_string(),
         message: format!("{field} must yield an object, got {}", type_name(got)),
     };
-    let obj = |field: &str, v: Option<Val>| -> Result<Option<Value>> {
-        match v.map(|v| from_val(&v)) {
+    let obj = |field: &str, v: Option<Value>| -> Result<Option<Value>> {
+        match v {
             None => Ok(None),
             Some(j @ Value::Object(_)) => Ok(Some(j)),
             Some(other) => Err(shape_err(field, &other)),
@@ -675,7 +710,7 @@ fn templates(
     };
     match &c.spec {
         None => Ok(vec![None; n]),
-        Some(SpecShape::Template(e)) => per_instance(
+        Some(SpecShape::Template(e)) => per_instance_json(
             def,
             Some(e),
             root,
@@ -689,8 +724,9 @@ fn templates(
         .map(|v| obj("podTemplateSpecPath", v))
         .collect(),
         Some(SpecShape::PodSpec { spec, metadata }) => {
-            let specs = per_instance(def, Some(spec), root, vars, name, "podSpecPath", n, multi)?;
-            let metas = per_instance(
+            let specs =
+                per_instance_json(def, Some(spec), root, vars, name, "podSpecPath", n, multi)?;
+            let metas = per_instance_json(
                 def,
                 metadata.as_ref(),
                 root,
@@ -714,38 +750,38 @@ fn templates(
         }
         Some(SpecShape::Fragmented(f)) => {
             let get = |e: &Option<wlmap_expr::Expr>, field: &str| {
-                per_instance(def, e.as_ref(), root, vars, name, field, n, multi)
+                per_instance_json(def, e.as_ref(), root, vars, name, field, n, multi)
             };
-            let sched = get(&f.scheduler_name, "schedulerNamePath")?;
-            let labels = get(&f.labels, "labelsPath")?;
-            let annotations = get(&f.annotations, "annotationsPath")?;
-            let resources = get(&f.resources, "resourcesPath")?;
-            let claims = get(&f.resource_claims, "resourceClaimsPath")?;
-            let pod_aff = get(&f.pod_affinity, "podAffinityPath")?;
-            let node_aff = get(&f.node_affinity, "nodeAffinityPath")?;
-            let containers = get(&f.containers, "containersPath")?;
-            let container = get(&f.container, "containerPath")?;
-            let prio = get(&f.priority_class_name, "priorityClassNamePath")?;
-            let image = get(&f.image, "imagePath")?;
+            let mut sched = get(&f.scheduler_name, "schedulerNamePath")?;
+            let mut labels = get(&f.labels, "labelsPath")?;
+            let mut annotations = get(&f.annotations, "annotationsPath")?;
+            let mut resources = get(&f.resources, "resourcesPath")?;
+            let mut claims = get(&f.resource_claims, "resourceClaimsPath")?;
+            let mut pod_aff = get(&f.pod_affinity, "podAffinityPath")?;
+            let mut node_aff = get(&f.node_affinity, "nodeAffinityPath")?;
+            let mut containers = get(&f.containers, "containersPath")?;
+            let mut container = get(&f.container, "containerPath")?;
+            let mut prio = get(&f.priority_class_name, "priorityClassNamePath")?;
+            let mut image = get(&f.image, "imagePath")?;
             let mut out = Vec::with_capacity(n);
             for i in 0..n {
                 let mut spec = Map::new();
                 let mut meta = Map::new();
-                let j = |v: &Option<Val>| v.as_ref().map(from_val);
-                if let Some(v) = j(&sched[i]) {
+                let j = Option::take; // each value is used once
+                if let Some(v) = j(&mut sched[i]) {
                     spec.insert("schedulerName".into(), v);
                 }
-                if let Some(v) = j(&prio[i]) {
+                if let Some(v) = j(&mut prio[i]) {
                     spec.insert("priorityClassName".into(), v);
                 }
-                if let Some(v) = j(&claims[i]) {
+                if let Some(v) = j(&mut claims[i]) {
                     spec.insert("resourceClaims".into(), v);
                 }
                 let mut affinity = Map::new();
-                if let Some(v) = j(&pod_aff[i]) {
+                if let Some(v) = j(&mut pod_aff[i]) {
                     affinity.insert("podAffinity".into(), v);
                 }
-                if let Some(v) = j(&node_aff[i]) {
+                if let Some(v) = j(&mut node_aff[i]) {
                     affinity.insert("nodeAffinity".into(), v);
                 }
                 if !affinity.is_empty() {
@@ -753,17 +789,17 @@ fn templates(
                 }
                 // Containers: the list and the single container; the CR-level resources (and
                 // image) make one container only when neither is given (no double counting).
-                let mut cs: Vec<Value> = match j(&containers[i]) {
+                let mut cs: Vec<Value> = match j(&mut containers[i]) {
                     Some(Value::Array(a)) => a,
                     Some(o @ Value::Object(_)) => vec![o],
                     _ => vec![],
                 };
-                if let Some(c @ Value::Object(_)) = j(&container[i]) {
+                if let Some(c @ Value::Object(_)) = j(&mut container[i]) {
                     cs.push(c);
                 }
                 if cs.is_empty() {
-                    let res = j(&resources[i]);
-                    let img = j(&image[i]);
+                    let res = j(&mut resources[i]);
+                    let img = j(&mut image[i]);
                     if res.is_some() || img.is_some() {
                         let mut c = Map::new();
                         c.insert("name".into(), Value::from("main"));
@@ -785,10 +821,10 @@ fn templates(
                     }
                 }
                 spec.insert("containers".into(), Value::Array(cs));
-                if let Some(v) = j(&labels[i]) {
+                if let Some(v) = j(&mut labels[i]) {
                     meta.insert("labels".into(), v);
                 }
-                if let Some(v) = j(&annotations[i]) {
+                if let Some(v) = j(&mut annotations[i]) {
                     meta.insert("annotations".into(), v);
                 }
                 out.push(Some(
