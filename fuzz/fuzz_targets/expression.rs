@@ -39,6 +39,10 @@ fuzz_target!(|data: &[u8]| {
             {
                 assert_eq!(show(&on_json), show(&jaq), "on JSON: `{expr}` on {input}");
             }
+            if let Some(Ok(parts)) = e.eval_json_cow(&input, &[val.clone()], &limits) {
+                let parts: Vec<_> = parts.into_iter().map(std::borrow::Cow::into_owned).collect();
+                assert_eq!(Ok(parts), show(&jaq), "parts of JSON: `{expr}` on {input}");
+            }
         }
     }
     let _ = e.paths(&val, &[val.clone()], &limits);

@@ -87,6 +87,14 @@ fn catalog_expressions_answer_like_jaq_on_fixture_objects() {
                                 common::name(&state)
                             );
                         }
+                        if let Some(parts) = e.eval_json_cow(obj.json(), vs, &limits) {
+                            let parts = parts.map(|o| {
+                                o.into_iter()
+                                    .map(std::borrow::Cow::into_owned)
+                                    .collect::<Vec<_>>()
+                            });
+                            assert_eq!(parts, show(&jaq), "{slug}: parts of `{}`", e.text());
+                        }
                         let first = e
                             .first(&input, vs, &limits)
                             .map(|o| o.map(|v| from_val(&v)));

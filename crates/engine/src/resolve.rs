@@ -477,8 +477,8 @@ fn per_instance(
     zip_instances(def, comp, field, out, |v| matches!(v, Val::Null), n, multi)
 }
 
-/// [`per_instance`] as JSON: a plain path's outputs are copied out of the object (no round
-/// trip through jaq values); templates are read this way.
+/// [`per_instance`] as JSON: the parts of the object an expression yields are copied out of
+/// it (no round trip through jaq values); templates are read this way.
 #[allow(clippy::too_many_arguments)] // as per_instance
 fn per_instance_json(
     def: &Definition,
@@ -491,11 +491,11 @@ fn per_instance_json(
     multi: bool,
 ) -> Result<Vec<Option<Value>>> {
     let Some(e) = e else { return Ok(vec![None; n]) };
-    let out: Vec<Value> = match e.eval_json_refs(root.json(), &def.limits) {
-        Some(refs) => refs
+    let out: Vec<Value> = match e.eval_json_cow(root.json(), vars, &def.limits) {
+        Some(parts) => parts
             .map_err(|source| def.located(e, comp, field, source))?
             .into_iter()
-            .cloned()
+            .map(std::borrow::Cow::into_owned)
             .collect(),
         None => def
             .eval_obj(e, root, vars, comp, field)?

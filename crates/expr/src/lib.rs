@@ -521,6 +521,51 @@ impl Expr {
         })
     }
 
+    /// [`Expr::eval_json_with`] without converting what is a part of the input: a plain path's
+    /// outputs and the native subset's outputs that are parts of the input are borrowed, built
+    /// values are converted to JSON. `None` when the expression needs jaq.
+    ///
+    /// ```
+    /// use std::borrow::Cow;
+    /// use wlmap_expr::{Expr, Limits};
+    /// let svc = serde_json::json!({"spec": {"services": {"a": {"labels": {"x": "1"}}, "b": {}}}});
+    /// let e = Expr::compile(".spec.services | .[] | .labels // {}").unwrap();
+    /// let out = e.eval_json_cow(&svc, &[], &Limits::default()).unwrap().unwrap();
+    /// assert!(matches!(out[0], Cow::Borrowed(_)));
+    /// assert_eq!(out[1], Cow::<serde_json::Value>::Owned(serde_json::json!({})));
+    /// ```
+    pub fn eval_json_cow<'a>(
+        &self,
+        input: &'a serde_json::Value,
+        vars: &[Val],
+        limits: &Limits,
+    ) -> Option<Result<Vec<std::borrow::Cow<'a, serde_json::Value>>, EvalError>> {
+        use std::borrow::Cow;
+        if self.plain.is_some() {
+            return self
+                .eval_json_refs(input, limits)
+                .map(|r| r.map(|o| o.into_iter().map(Cow::Borrowed).collect()));
+        }
+        self.program.get()?;
+        let node = self.native.as_ref()?;
+        let out = run_native_parts(
+            node,
+            native::V::J(input),
+            vars,
+            limits,
+            self.vars.len(),
+            usize::MAX,
+        )?;
+        Some(out.map(|o| {
+            o.into_iter()
+                .map(|v| match v {
+                    native::V::J(j) => Cow::Borrowed(j),
+                    native::V::O(v) => Cow::Owned(from_val(&v)),
+                })
+                .collect()
+        }))
+    }
+
     /// [`Expr::eval_json`] with values for the declared variables (in declaration order;
     /// missing ones are null).
     ///
@@ -628,20 +673,33 @@ fn run_native(
     nvars: usize,
     take: usize,
 ) -> Option<Result<Vec<Val>, EvalError>> {
+    run_native_parts(node, input, vars, limits, nvars, take)
+        .map(|r| r.map(|out| out.into_iter().map(native::V::into_val).collect()))
+}
+
+/// [`run_native`] with the outputs as they are: parts of the input JSON stay borrowed.
+fn run_native_parts<'a>(
+    node: &native::Node,
+    input: native::V<'a>,
+    vars: &[Val],
+    limits: &Limits,
+    nvars: usize,
+    take: usize,
+) -> Option<Result<Vec<native::V<'a>>, EvalError>> {
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         run_native_unguarded(node, input, vars, limits, nvars, take)
     }))
     .unwrap_or(None) // jaq reports the panic with its own message
 }
 
-fn run_native_unguarded(
+fn run_native_unguarded<'a>(
     node: &native::Node,
-    input: native::V,
+    input: native::V<'a>,
     vars: &[Val],
     limits: &Limits,
     nvars: usize,
     take: usize,
-) -> Option<Result<Vec<Val>, EvalError>> {
+) -> Option<Result<Vec<native::V<'a>>, EvalError>> {
     use std::ops::ControlFlow::{Break, Continue};
     let mut vals: Vec<Val> = vars.iter().take(nvars).cloned().collect();
     vals.resize(nvars, Val::Null);
@@ -661,9 +719,9 @@ fn run_native_unguarded(
             failed = Some(budget_error(which));
             return Break(());
         }
-        match r.map(native::V::into_val) {
+        match r {
             Ok(v) => {
-                if let Err(why) = budget.keep(&v) {
+                if let Err(why) = run.keep(&v) {
                     failed = Some(budget_error(why));
                 } else if out.len() >= limits.max_outputs {
                     failed = Some(EvalError::Budget {

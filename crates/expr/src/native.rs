@@ -564,7 +564,7 @@ impl<'r> Run<'r> {
                 for (a, c) in pairs {
                     let entry =
                         Val::obj([(key.clone(), a), (value.clone(), c)].into_iter().collect());
-                    match self.tree(entry).and_then(|e| self.item(e)) {
+                    match self.tree(entry).and_then(|e| self.item(V::O(e))) {
                         Ok(e) => items.push(e),
                         Err(e) => return k(Err(e)),
                     }
@@ -648,12 +648,18 @@ impl<'r> Run<'r> {
     }
 
     /// `__item`: a collected item spends a step and counts as kept.
-    fn item(&self, v: Val) -> Result<Val, jaq_json::Error> {
-        self.budget
-            .tick()
-            .and_then(|()| self.budget.keep(&v))
-            .map_err(budget_value_error)?;
-        Ok(v)
+    fn item(&self, v: V) -> Result<Val, jaq_json::Error> {
+        self.budget.tick().map_err(budget_value_error)?;
+        self.keep(&v).map_err(budget_value_error)?;
+        Ok(v.into_val())
+    }
+
+    /// [`Budget::keep`], measuring a part of the input on its JSON (before any conversion).
+    pub(crate) fn keep(&self, v: &V) -> Result<(), &'static str> {
+        match v {
+            V::J(j) => self.budget.keep_json(j),
+            V::O(o) => self.budget.keep(o),
+        }
     }
 
     /// `[f]`: the items, or the first error. `Break` when the run must stop.
@@ -665,21 +671,16 @@ impl<'r> Run<'r> {
     ) -> ControlFlow<(), Result<Val, jaq_json::Error>> {
         let mut items = Vec::new();
         let mut err = None;
-        let flow = self.run(
-            f,
-            v,
-            env,
-            &mut |x| match x.and_then(|y| self.item(y.into_val())) {
-                Ok(y) => {
-                    items.push(y);
-                    GO
-                }
-                Err(e) => {
-                    err = Some(e);
-                    STOP
-                }
-            },
-        );
+        let flow = self.run(f, v, env, &mut |x| match x.and_then(|y| self.item(y)) {
+            Ok(y) => {
+                items.push(y);
+                GO
+            }
+            Err(e) => {
+                err = Some(e);
+                STOP
+            }
+        });
         match err {
             Some(e) => ControlFlow::Continue(Err(e)),
             None if flow.is_break() => ControlFlow::Break(()),

@@ -27,6 +27,12 @@ fn answers(e: &Expr, input: &Val, vars: &[Val], take: usize) -> (Outs, Outs) {
             e.text()
         );
     }
+    if take == usize::MAX
+        && let Some(parts) = e.eval_json_cow(&from_val(input), vars, &Limits::default())
+    {
+        let parts = parts.map(|o| o.into_iter().map(std::borrow::Cow::into_owned).collect());
+        assert_eq!(parts, ours, "parts of JSON: `{}` on {input}", e.text());
+    }
     (ours, jaq)
 }
 

@@ -115,6 +115,24 @@ impl Budget {
         self.build(len)
     }
 
+    /// [`Budget::keep`] of a part of the input JSON, measured the same way (a JSON value
+    /// shares nothing, so no memo is needed) before it is converted.
+    pub(crate) fn keep_json(&self, v: &serde_json::Value) -> Result<(), &'static str> {
+        if let Some(why) = self.exhausted.get() {
+            return Err(why);
+        }
+        let s = json_shape(v, 0, self.max_len);
+        let why = if s.depth > MAX_DEPTH {
+            "depth cap"
+        } else if s.len > self.max_len {
+            "size cap"
+        } else {
+            return self.build(s.len);
+        };
+        self.exhausted.set(Some(why));
+        Err(why)
+    }
+
     fn measure(&self, v: &Val) -> Result<usize, &'static str> {
         if let Some(why) = self.exhausted.get() {
             return Err(why);
@@ -583,6 +601,51 @@ fn json_depth(text: &[u8]) -> usize {
         }
     }
     max
+}
+
+/// [`Budget`]'s shape of a JSON value: what its jaq value would measure (values, keys and
+/// string bytes; depth), stopping early past the caps like the memoized walk does.
+fn json_shape(v: &serde_json::Value, level: usize, max_len: usize) -> Shape {
+    use serde_json::Value as J;
+    let children = match v {
+        J::String(s) => {
+            return Shape {
+                len: 1 + s.len(),
+                depth: 0,
+            };
+        }
+        J::Array(a) => a.len(),
+        J::Object(o) => 2 * o.len(),
+        _ => return Shape { len: 1, depth: 0 },
+    };
+    let mut s = Shape {
+        len: 1 + children,
+        depth: 1,
+    };
+    if level > MAX_DEPTH {
+        s.depth = level;
+        return s;
+    }
+    let mut add = |c: Shape| {
+        s.len = s.len.saturating_add(c.len);
+        s.depth = s.depth.max(c.depth + 1);
+        s.len <= max_len && s.depth <= MAX_DEPTH
+    };
+    match v {
+        J::Array(a) => {
+            let _ = a.iter().all(|c| add(json_shape(c, level + 1, max_len)));
+        }
+        J::Object(o) => {
+            let _ = o.iter().all(|(k, c)| {
+                add(Shape {
+                    len: 1 + k.len(),
+                    depth: 0,
+                }) && add(json_shape(c, level + 1, max_len))
+            });
+        }
+        _ => {}
+    }
+    s
 }
 
 /// Bytes of a string, entries of an array or object, 0 for anything else.
