@@ -81,8 +81,11 @@ impl PodInfo {
             .and_then(Value::as_array)
             .and_then(|cs| {
                 cs.iter().find_map(|c| {
-                    c.pointer("/state/waiting/reason")
-                        .or_else(|| c.pointer("/state/terminated/reason"))
+                    // Fields, not `pointer`: it allocates per segment, and this runs per pod.
+                    let state = c.field("state");
+                    let reason = |k| state?.field(k)?.field("reason");
+                    reason("waiting")
+                        .or_else(|| reason("terminated"))
                         .and_then(Value::as_str)
                 })
             });
@@ -112,7 +115,8 @@ impl PodInfo {
                 .to_string(),
             ready,
             node: j
-                .pointer("/spec/nodeName")
+                .field("spec")
+                .and_then(|s| s.field("nodeName"))
                 .and_then(Value::as_str)
                 .map(str::to_string),
             gpus: resources.gpus(gpu),

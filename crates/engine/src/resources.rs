@@ -72,7 +72,13 @@ impl Resources {
     /// assert_eq!(r.memory_bytes(), 2048);
     /// ```
     pub fn add_quantity(&mut self, name: &str, amount: f64) {
-        *self.amounts.entry(name.to_string()).or_insert(0.0) += amount;
+        // No key copy when the resource is already there (this runs per container of every pod).
+        match self.amounts.get_mut(name) {
+            Some(a) => *a += amount,
+            None => {
+                self.amounts.insert(name.to_string(), amount);
+            }
+        }
     }
 
     /// Add every amount of `other`, `times` times.
@@ -267,7 +273,12 @@ pub fn pod_request(spec: &Value) -> Resources {
     }
     if let Some(cs) = spec.field("containers").and_then(Value::as_array) {
         for c in cs {
-            sum.add_scaled(&container_request(c), 1);
+            let r = container_request(c);
+            if sum.amounts.is_empty() {
+                sum = r; // the first container's request as it is
+            } else {
+                sum.add_scaled(&r, 1);
+            }
         }
     }
     sum.add_scaled(&sidecars, 1);
