@@ -95,6 +95,14 @@ fn catalog_expressions_answer_like_jaq_on_fixture_objects() {
                             });
                             assert_eq!(parts, show(&jaq), "{slug}: parts of `{}`", e.text());
                         }
+                        if let Some(paths) = e.paths_json(obj.json(), &limits) {
+                            assert_eq!(
+                                paths,
+                                e.paths(&input, vs, &limits),
+                                "{slug}: paths of `{}`",
+                                e.text()
+                            );
+                        }
                         let first = e
                             .first(&input, vs, &limits)
                             .map(|o| o.map(|v| from_val(&v)));

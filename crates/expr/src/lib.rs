@@ -601,9 +601,9 @@ impl Expr {
         )
     }
 
-    /// [`Expr::paths`] of a plain path, read directly from a JSON value (no conversion of the
-    /// value); `None` when the expression is not a plain path. Same answers as [`Expr::paths`]
-    /// on the converted value.
+    /// [`Expr::paths`] read directly from a JSON value (no conversion of the value), for plain
+    /// paths and pipes of paths (`.spec.services | .[] | .labels`); `None` for anything else.
+    /// Same answers as [`Expr::paths`] on the converted value.
     ///
     /// ```
     /// use wlmap_expr::{Expr, Limits};
@@ -611,6 +611,8 @@ impl Expr {
     /// let e = Expr::compile(".spec.jobs[].template").unwrap();
     /// let p = e.paths_json(&doc, &Limits::default()).unwrap().unwrap();
     /// assert_eq!(p[1], serde_json::json!(["spec", "jobs", 1, "template"]));
+    /// let piped = Expr::compile(".spec | .jobs[] | .template").unwrap();
+    /// assert_eq!(piped.paths_json(&doc, &Limits::default()).unwrap().unwrap(), p);
     /// assert!(Expr::compile(".a // .b").unwrap().paths_json(&doc, &Limits::default()).is_none());
     /// ```
     pub fn paths_json(
@@ -618,10 +620,16 @@ impl Expr {
         input: &serde_json::Value,
         limits: &Limits,
     ) -> Option<Result<Vec<serde_json::Value>, EvalError>> {
-        let steps = self.plain.as_ref()?;
         self.program.get()?;
         let take = limits.max_outputs.saturating_add(1);
-        Some(match plain::paths_json(steps, input, take) {
+        let paths = match (&self.plain, &self.native) {
+            (Some(steps), _) => plain::paths_json(steps, input, take),
+            (None, Some(node)) if native::is_simple_path(node) => {
+                native::paths_json(node, input, take)
+            }
+            _ => return None,
+        };
+        Some(match paths {
             Ok(out) if out.len() > limits.max_outputs => Err(EvalError::Budget {
                 which: format!("output cap of {}", limits.max_outputs),
             }),

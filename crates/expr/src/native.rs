@@ -898,3 +898,128 @@ impl<'r> Run<'r> {
         }
     }
 }
+
+/// True for the path expressions [`paths_json`] walks: `.`, pipes of them, and paths made of
+/// constant keys, non-negative constant indices and `[]` (`.spec.services | .[] | .labels`).
+pub(crate) fn is_simple_path(n: &Node) -> bool {
+    match n {
+        Node::Id => true,
+        Node::Pipe(l, r) => is_simple_path(l) && is_simple_path(r),
+        Node::Path(f, parts) => {
+            is_simple_path(f)
+                && parts.iter().all(|(p, _)| match p {
+                    PathPart::Key(..) | PathPart::Iter => true,
+                    PathPart::Index(Node::Const(Val::Num(jaq_json::Num::Int(i)))) => *i >= 0,
+                    PathPart::Index(_) => false,
+                })
+        }
+        _ => false,
+    }
+}
+
+/// jq's `path(f)` of a [`is_simple_path`] expression on a JSON value, read in place: the same
+/// paths in the same order as jaq's path mode, the same errors (jaq's messages).
+pub(crate) fn paths_json(
+    n: &Node,
+    input: &serde_json::Value,
+    take: usize,
+) -> Result<Vec<serde_json::Value>, String> {
+    let mut out = Vec::new();
+    let mut at = Vec::new();
+    let mut push = |_: &serde_json::Value, at: &[serde_json::Value]| {
+        out.push(serde_json::Value::Array(at.to_vec()));
+        Ok(out.len() < take)
+    };
+    walk_paths(n, input, &mut at, &mut push)?;
+    Ok(out)
+}
+
+type PathSink<'k> =
+    dyn FnMut(&serde_json::Value, &[serde_json::Value]) -> Result<bool, String> + 'k;
+
+/// Walk `n` from `v` (reached by `at`), calling `k` with every value reached and its path;
+/// `Ok(false)` from `k` stops the walk.
+fn walk_paths(
+    n: &Node,
+    v: &serde_json::Value,
+    at: &mut Vec<serde_json::Value>,
+    k: &mut PathSink,
+) -> Result<bool, String> {
+    match n {
+        Node::Id => k(v, at),
+        Node::Pipe(l, r) => walk_paths(l, v, at, &mut |y, p| {
+            let mut p = p.to_vec();
+            walk_paths(r, y, &mut p, k)
+        }),
+        Node::Path(f, parts) => walk_paths(f, v, at, &mut |y, p| {
+            let mut p = p.to_vec();
+            walk_parts(parts, y, &mut p, k)
+        }),
+        _ => Err("not a simple path".into()),
+    }
+}
+
+fn walk_parts(
+    parts: &[(PathPart, bool)],
+    v: &serde_json::Value,
+    at: &mut Vec<serde_json::Value>,
+    k: &mut PathSink,
+) -> Result<bool, String> {
+    use serde_json::Value as J;
+    let Some(((part, optional), rest)) = parts.split_first() else {
+        return k(v, at);
+    };
+    let mut down = |key: J, child: &J, at: &mut Vec<J>| {
+        at.push(key);
+        let r = walk_parts(rest, child, at, k);
+        at.pop();
+        r
+    };
+    // jaq's own error for a step that cannot apply (converted only then).
+    let fail = |idx: Option<Val>| -> Result<bool, String> {
+        if *optional {
+            return Ok(true);
+        }
+        let v = crate::to_val(v);
+        let err = match idx {
+            Some(i) => v.index(&i).err(),
+            None => v.values().find_map(Result::err),
+        };
+        Err(err.map_or_else(|| "cannot walk this path".to_string(), |e| e.to_string()))
+    };
+    match (part, v) {
+        (PathPart::Key(_, text), J::Null | J::Object(_)) => {
+            down(J::from(text.as_str()), v.field(text).unwrap_or(&NULL), at)
+        }
+        (PathPart::Key(key, _), _) => fail(Some(key.clone())),
+        (PathPart::Index(Node::Const(Val::Num(jaq_json::Num::Int(i)))), J::Null | J::Object(_)) => {
+            down(J::from(*i), &NULL, at)
+        }
+        (PathPart::Index(Node::Const(Val::Num(jaq_json::Num::Int(i)))), J::Array(a)) => {
+            let child = usize::try_from(*i)
+                .ok()
+                .and_then(|i| a.get(i))
+                .unwrap_or(&NULL);
+            down(J::from(*i), child, at)
+        }
+        (PathPart::Index(Node::Const(c)), _) => fail(Some(c.clone())),
+        (PathPart::Index(_), _) => Err("not a simple path".into()),
+        (PathPart::Iter, J::Array(a)) => {
+            for (i, c) in a.iter().enumerate() {
+                if !down(J::from(i), c, at)? {
+                    return Ok(false);
+                }
+            }
+            Ok(true)
+        }
+        (PathPart::Iter, J::Object(o)) => {
+            for (key, c) in o {
+                if !down(J::from(key.as_str()), c, at)? {
+                    return Ok(false);
+                }
+            }
+            Ok(true)
+        }
+        (PathPart::Iter, _) => fail(None),
+    }
+}

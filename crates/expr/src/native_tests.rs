@@ -33,6 +33,16 @@ fn answers(e: &Expr, input: &Val, vars: &[Val], take: usize) -> (Outs, Outs) {
         let parts = parts.map(|o| o.into_iter().map(std::borrow::Cow::into_owned).collect());
         assert_eq!(parts, ours, "parts of JSON: `{}` on {input}", e.text());
     }
+    if take == usize::MAX
+        && let Some(paths) = e.paths_json(&from_val(input), &Limits::default())
+    {
+        assert_eq!(
+            paths,
+            e.paths(input, vars, &Limits::default()),
+            "paths on JSON: `{}` on {input}",
+            e.text()
+        );
+    }
     (ours, jaq)
 }
 
@@ -140,6 +150,11 @@ const EXPRESSIONS: &[&str] = &[
     ".[]? | (.a // 1) * (.b // 1)",
     "(.a // {}) + (.b // {})",
     "[(.a // 1), (.b // .a // 1)] | min",
+    ".a | .b",
+    ".[]? | .a",
+    ".a | .[] | .c?",
+    ". | .a[0] | .b",
+    ".a? | .[]? | .[1]",
 ];
 
 fn inputs() -> Vec<serde_json::Value> {
@@ -186,6 +201,31 @@ fn native_answers_like_jaq() {
                 }
             }
         }
+    }
+}
+
+/// Pipes of paths have their write locations read from the JSON, like plain paths.
+#[test]
+fn pipes_of_paths_are_walked_in_place() {
+    for text in [
+        ".a | .b",
+        ".[]? | .a",
+        ".a | .[] | .c?",
+        ". | .a[0] | .b",
+        ".a? | .[]? | .[1]",
+    ] {
+        let e = Expr::compile(text).unwrap();
+        assert!(
+            e.paths_json(&json!({}), &Limits::default()).is_some(),
+            "{text}"
+        );
+    }
+    for text in [".a // .b", ".[.k]", ".a | select(.b)", ".a[-1] | .b"] {
+        let e = Expr::compile(text).unwrap();
+        assert!(
+            e.paths_json(&json!({}), &Limits::default()).is_none(),
+            "{text}"
+        );
     }
 }
 
