@@ -137,7 +137,7 @@ pub struct Status {
     pub message: Option<String>,
     /// The raw phase string read by `phaseDefinition`, if any.
     pub raw_phase: Option<String>,
-    /// How every matcher evaluated: filled by [`crate::resolve`] and [`status_explained`],
+    /// How every matcher evaluated: filled by `resolve` and [`status_explained`],
     /// empty from [`status`] (which formats nothing, for callers that poll many workloads).
     pub trace: Vec<MatcherTrace>,
 }
