@@ -394,7 +394,7 @@ pub fn status(def: &Definition, obj: &crate::Object) -> Result<Status> {
 }
 
 /// [`status`] with [`Status::trace`] filled: what every matcher saw (for `describe` and
-/// `--explain`; [`crate::resolve`] fills it too).
+/// `--explain`; `resolve` fills it too).
 ///
 /// ```
 /// let def = wlmap_engine::Definition::compile(wlmap_schema::Karta::example(), wlmap_engine::Origin::Catalog).unwrap();
