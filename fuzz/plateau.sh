@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # Run one fuzz target in 5-minute slices until a slice finds no new coverage (or a time limit),
+# counting only slices that executed at least as many new inputs as the corpus they replayed,
 # logging each slice's coverage and executions: the "run until it stops finding new coverage"
 # procedure behind the figures in SECURITY.md.
 #
@@ -25,10 +26,16 @@ while :; do
   init=$(grep -m1 INITED "$out" | grep -oE 'cov: [0-9]+' | awk '{print $2}')
   end=$(grep DONE "$out" | grep -oE 'cov: [0-9]+' | awk '{print $2}')
   execs=$(grep -oE 'stat::number_of_executed_units: *[0-9]+' "$out" | awk '{print $2}')
+  # Executions after the corpus replay: a slice that spent its time replaying proves nothing.
+  init_n=$(grep -m1 INITED "$out" | grep -oE '^#[0-9]+' | tr -d '#')
+  done_n=$(grep DONE "$out" | grep -oE '^#[0-9]+' | tr -d '#')
+  fuzzed=$(( ${done_n:-0} - ${init_n:-0} ))
   crashes=$(find artifacts/"$t" -type f | wc -l)
   mins=$(( ($(date +%s) - start) / 60 ))
-  echo "slice $n rc=$rc inited_cov=$init done_cov=$end execs=$execs crashes=$crashes elapsed_min=$mins" >> "$log"
+  echo "slice $n rc=$rc inited_cov=$init done_cov=$end execs=$execs fuzzed=$fuzzed crashes=$crashes elapsed_min=$mins" >> "$log"
   if [ "$rc" != 0 ]; then echo "stopped: exit $rc (a crash, a timeout or a leak: see $out)" >> "$log"; exit "$rc"; fi
-  if [ -n "$init" ] && [ "$init" = "$end" ]; then echo "plateau: slice $n found no new coverage" >> "$log"; exit 0; fi
+  if [ -n "$init" ] && [ "$init" = "$end" ] && [ "$fuzzed" -ge "${init_n:-0}" ]; then
+    echo "plateau: slice $n found no new coverage in $fuzzed executions after the corpus replay" >> "$log"; exit 0
+  fi
   if [ "$mins" -ge "$max" ]; then echo "time limit: coverage still growing" >> "$log"; exit 0; fi
 done

@@ -82,13 +82,20 @@ pub(crate) fn convert(t: &Term<&str>, globals: &[String]) -> Option<Node> {
     Conv {
         globals,
         locals: Vec::new(),
+        depth: 0,
     }
     .term(t)
 }
 
+/// Deepest nesting of terms (and path steps) evaluated natively: the evaluator recurses once
+/// per level, so a term nested deeper (`- - - ... 1`, a path of 1,000 steps) is left to jaq
+/// rather than risking the stack. Definitions nest a dozen levels.
+const MAX_NATIVE_DEPTH: usize = 48;
+
 struct Conv<'g, 's> {
     globals: &'g [String],
     locals: Vec<&'s str>,
+    depth: usize,
 }
 
 fn b(n: Node) -> Box<Node> {
@@ -101,6 +108,21 @@ fn iter_input() -> Node {
 
 impl<'s> Conv<'_, 's> {
     fn term(&mut self, t: &Term<&'s str>) -> Option<Node> {
+        let steps = match t {
+            Term::Path(_, path) => 1 + path.0.len(),
+            _ => 1,
+        };
+        self.depth += steps;
+        let node = if self.depth > MAX_NATIVE_DEPTH {
+            None
+        } else {
+            self.term_inner(t)
+        };
+        self.depth -= steps;
+        node
+    }
+
+    fn term_inner(&mut self, t: &Term<&'s str>) -> Option<Node> {
         Some(match t {
             Term::Id => Node::Id,
             Term::Num(n) => Node::Const(match n.parse::<isize>() {

@@ -20,6 +20,9 @@ const KEYWORDS: &[&str] = &[
     "try", "catch", "label", "import", "include", "__loc__",
 ];
 
+/// Longest plain path walked natively (Kubernetes paths have a dozen steps).
+const MAX_STEPS: usize = 64;
+
 /// The steps of a plain path, or `None` when the text is anything else.
 pub(crate) fn parse(text: &str) -> Option<Vec<Step>> {
     let s = text.trim();
@@ -76,6 +79,9 @@ pub(crate) fn parse(text: &str) -> Option<Vec<Step>> {
             }
         }
         steps.push(step);
+        if steps.len() > MAX_STEPS {
+            return None; // the walk recurses per step: leave very long paths to jaq
+        }
         need_dot = true;
         if i < b.len() && b[i] != b'.' && b[i] != b'[' {
             return None;
