@@ -39,7 +39,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .map(|o| o.json().clone())
             .unwrap_or(Value::Null);
         let mut exprs = Vec::new();
-        collect_expressions(&serde_json::to_value(karta)?, &mut exprs);
+        common::collect_expressions(&serde_json::to_value(karta)?, &mut exprs);
         exprs.sort();
         exprs.dedup();
         for (j, e) in exprs.iter().enumerate() {
@@ -69,26 +69,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         written[3]
     );
     Ok(())
-}
-
-/// Strings under keys that hold expressions (`...Path`, `...Expression`, `expression`, `path`).
-fn collect_expressions(v: &Value, out: &mut Vec<String>) {
-    match v {
-        Value::Object(m) => {
-            for (k, v) in m {
-                let is_expr = k.ends_with("Path")
-                    || k.ends_with("Expression")
-                    || k == "expression"
-                    || k == "path";
-                match v {
-                    Value::String(s) if is_expr => out.push(s.clone()),
-                    _ => collect_expressions(v, out),
-                }
-            }
-        }
-        Value::Array(a) => a.iter().for_each(|v| collect_expressions(v, out)),
-        _ => {}
-    }
 }
 
 fn write(dir: &Path, name: &str, data: &[u8], count: &mut usize) -> std::io::Result<()> {

@@ -2,29 +2,9 @@
 //! (workloads, children and pods as the controllers wrote them): the evaluator `eval` picks
 //! (plain path walk, native subset or jaq) answers exactly as jaq does, first output included.
 
-use serde_json::Value;
 use wlmap_expr::{Expr, Limits, Val, from_val, to_val};
 
 mod common;
-
-fn strings_under_expression_keys(v: &Value, out: &mut Vec<String>) {
-    match v {
-        Value::Object(m) => {
-            for (k, v) in m {
-                let is_expr = k.ends_with("Path")
-                    || k.ends_with("Expression")
-                    || k == "expression"
-                    || k == "path";
-                match v {
-                    Value::String(s) if is_expr => out.push(s.clone()),
-                    _ => strings_under_expression_keys(v, out),
-                }
-            }
-        }
-        Value::Array(a) => a.iter().for_each(|v| strings_under_expression_keys(v, out)),
-        _ => {}
-    }
-}
 
 #[test]
 fn catalog_expressions_answer_like_jaq_on_fixture_objects() {
@@ -40,7 +20,7 @@ fn catalog_expressions_answer_like_jaq_on_fixture_objects() {
         vars.extend(karta.spec.references.iter().map(|r| r.name.clone()));
         let vars: Vec<&str> = vars.iter().map(String::as_str).collect();
         let mut texts = Vec::new();
-        strings_under_expression_keys(&serde_json::to_value(&karta).unwrap(), &mut texts);
+        common::collect_expressions(&serde_json::to_value(&karta).unwrap(), &mut texts);
         texts.sort();
         texts.dedup();
         let exprs: Vec<Expr> = texts

@@ -56,3 +56,23 @@ pub fn name(p: &Path) -> String {
         .unwrap_or_default()
         .to_string()
 }
+
+/// Strings under keys that hold expressions (`...Path`, `...Expression`, `expression`, `path`).
+pub fn collect_expressions(v: &Value, out: &mut Vec<String>) {
+    match v {
+        Value::Object(m) => {
+            for (k, v) in m {
+                let is_expr = k.ends_with("Path")
+                    || k.ends_with("Expression")
+                    || k == "expression"
+                    || k == "path";
+                match v {
+                    Value::String(s) if is_expr => out.push(s.clone()),
+                    _ => collect_expressions(v, out),
+                }
+            }
+        }
+        Value::Array(a) => a.iter().for_each(|v| collect_expressions(v, out)),
+        _ => {}
+    }
+}
