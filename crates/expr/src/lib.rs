@@ -137,6 +137,7 @@ type Filter = jaq_core::Filter<Sandbox>;
 /// ```
 pub struct Expr {
     text: String,
+    /// Set when the expression (or its batch) passed [`Batch::finish`].
     program: Arc<OnceLock<Program>>,
     /// Position in the program (its `$__which`); None for a single-expression program.
     index: Option<usize>,
@@ -148,9 +149,50 @@ pub struct Expr {
     native: Option<native::Node>,
 }
 
-/// Compiled code shared by the expressions of one batch.
+/// The jaq program shared by the expressions of one batch. When every expression has a plain
+/// or native form, it is compiled on first use instead of by [`Batch::finish`]: most
+/// definitions never need it, and compiling it is most of the cost of loading a definition.
+/// Such expressions parsed, passed the sandbox checks and bind only known names, so the
+/// deferred compilation succeeds (if it ever did not, evaluation would say so).
 struct Program {
-    filter: Filter,
+    texts: Vec<String>,
+    main: String,
+    /// Global variables of the program (`$__which` first for a batch).
+    vars: Vec<String>,
+    filter: OnceLock<Result<Filter, CompileError>>,
+}
+
+impl Program {
+    fn compiled(filter: Filter) -> Program {
+        Program {
+            texts: Vec::new(),
+            main: String::new(),
+            vars: Vec::new(),
+            filter: OnceLock::from(Ok(filter)),
+        }
+    }
+
+    fn deferred(texts: Vec<String>, main: String, vars: Vec<String>) -> Program {
+        Program {
+            texts,
+            main,
+            vars,
+            filter: OnceLock::new(),
+        }
+    }
+
+    fn filter(&self) -> Result<&Filter, EvalError> {
+        self.filter
+            .get_or_init(|| {
+                let texts: Vec<&str> = self.texts.iter().map(String::as_str).collect();
+                let vars: Vec<&str> = self.vars.iter().map(String::as_str).collect();
+                compile_program(&texts, &self.main, &vars, VALUES)
+            })
+            .as_ref()
+            .map_err(|e| EvalError::Runtime {
+                message: format!("the expression does not compile: {}", e.message),
+            })
+    }
 }
 
 /// Compile many expressions as **one** jaq program, so the standard library is compiled once
@@ -173,6 +215,8 @@ pub struct Batch {
     texts: Vec<String>,
     vars: Vec<String>,
     cell: Arc<OnceLock<Program>>,
+    /// Every expression added so far has a plain or native form.
+    all_fast: bool,
 }
 
 impl Batch {
@@ -189,6 +233,7 @@ impl Batch {
             texts: Vec::new(),
             vars: vars.iter().map(|v| v.to_string()).collect(),
             cell: Arc::new(OnceLock::new()),
+            all_fast: true,
         }
     }
 
@@ -201,7 +246,8 @@ impl Batch {
     /// assert!(b.finish().is_err());
     /// ```
     pub fn add(&mut self, text: &str) -> Result<Expr, CompileError> {
-        check_sandbox(text)?;
+        let (plain, native) = analyse(text, &self.vars)?;
+        self.all_fast &= plain.is_some() || native.is_some();
         let index = self.texts.len();
         self.texts.push(text.to_string());
         Ok(Expr {
@@ -210,10 +256,9 @@ impl Batch {
             index: Some(index),
             vars: self.vars.clone(),
             paths: OnceLock::new(),
-            plain: plain::parse(text),
-            native: None,
-        }
-        .with_native())
+            plain,
+            native,
+        })
     }
 
     /// Compile the batch. On failure, every expression that does not compile on its own is
@@ -231,12 +276,18 @@ impl Batch {
         if self.texts.is_empty() {
             return Ok(());
         }
+        let main = dispatch(0, self.texts.len());
+        let mut vars: Vec<String> = vec!["__which".into()];
+        vars.extend(self.vars.iter().cloned());
+        if self.all_fast {
+            let _ = self.cell.set(Program::deferred(self.texts, main, vars));
+            return Ok(());
+        }
         let texts: Vec<&str> = self.texts.iter().map(String::as_str).collect();
-        let mut vars: Vec<&str> = vec!["__which"];
-        vars.extend(self.vars.iter().map(String::as_str));
-        match compile_program(&texts, &dispatch(0, texts.len()), &vars, VALUES) {
+        let vars: Vec<&str> = vars.iter().map(String::as_str).collect();
+        match compile_program(&texts, &main, &vars, VALUES) {
             Ok(filter) => {
-                let _ = self.cell.set(Program { filter });
+                let _ = self.cell.set(Program::compiled(filter));
                 Ok(())
             }
             Err(_) => {
@@ -308,27 +359,23 @@ impl Expr {
     /// assert_eq!(wlmap_expr::from_val(&out[0]), serde_json::json!(3));
     /// ```
     pub fn compile_with_vars(text: &str, vars: &[&str]) -> Result<Expr, CompileError> {
-        check_sandbox(text)?;
-        let filter = compile_program(&[text], "__w0", vars, VALUES)?;
-        let cell = Arc::new(OnceLock::new());
-        let _ = cell.set(Program { filter });
+        let vars: Vec<String> = vars.iter().map(|v| v.to_string()).collect();
+        let (plain, native) = analyse(text, &vars)?;
+        let program = if plain.is_some() || native.is_some() {
+            Program::deferred(vec![text.to_string()], "__w0".into(), vars.clone())
+        } else {
+            let vars: Vec<&str> = vars.iter().map(String::as_str).collect();
+            Program::compiled(compile_program(&[text], "__w0", &vars, VALUES)?)
+        };
         Ok(Expr {
             text: text.to_string(),
-            program: cell,
+            program: Arc::new(OnceLock::from(program)),
             index: None,
-            vars: vars.iter().map(|v| v.to_string()).collect(),
+            vars,
             paths: OnceLock::new(),
-            plain: plain::parse(text),
-            native: None,
-        }
-        .with_native())
-    }
-
-    fn with_native(mut self) -> Self {
-        if self.plain.is_none() {
-            self.native = native_form(&self.text, &self.vars);
-        }
-        self
+            plain,
+            native,
+        })
     }
 
     /// The expression's text.
@@ -376,11 +423,9 @@ impl Expr {
         limits: &Limits,
         take: usize,
     ) -> Result<Vec<Val>, EvalError> {
-        let Some(p) = self.program.get() else {
-            return Err(EvalError::Runtime {
-                message: "expression batch was not compiled".into(),
-            });
-        };
+        if self.program.get().is_none() {
+            return Err(not_compiled());
+        }
         if let Some(steps) = &self.plain {
             let out = plain::eval(steps, input, take.min(limits.max_outputs.saturating_add(1)))
                 .map_err(|message| EvalError::Runtime { message })?;
@@ -398,25 +443,30 @@ impl Expr {
         {
             return r;
         }
-        self.run_jaq(p, input, vars, limits, take)
+        self.run_jaq(input, vars, limits, take)
+    }
+
+    /// The batch's jaq program, compiled now if it was deferred.
+    fn filter(&self) -> Result<&Filter, EvalError> {
+        self.program.get().ok_or_else(not_compiled)?.filter()
     }
 
     fn run_jaq(
         &self,
-        p: &Program,
         input: &Val,
         vars: &[Val],
         limits: &Limits,
         take: usize,
     ) -> Result<Vec<Val>, EvalError> {
+        let filter = self.filter()?;
         match self.index {
-            None => run_take(&p.filter, input, vars, limits, self.vars.len(), take),
+            None => run_take(filter, input, vars, limits, self.vars.len(), take),
             Some(i) => {
                 let mut all = Vec::with_capacity(vars.len() + 1);
                 all.push(Val::from(i as isize));
                 all.extend(vars.iter().take(self.vars.len()).cloned());
                 all.resize(self.vars.len() + 1, Val::Null);
-                run_take(&p.filter, input, &all, limits, self.vars.len() + 1, take)
+                run_take(filter, input, &all, limits, self.vars.len() + 1, take)
             }
         }
     }
@@ -438,12 +488,7 @@ impl Expr {
         vars: &[Val],
         limits: &Limits,
     ) -> Result<Vec<Val>, EvalError> {
-        let Some(p) = self.program.get() else {
-            return Err(EvalError::Runtime {
-                message: "expression batch was not compiled".into(),
-            });
-        };
-        self.run_jaq(p, input, vars, limits, usize::MAX)
+        self.run_jaq(input, vars, limits, usize::MAX)
     }
 
     /// Which evaluator [`Expr::eval`] uses first: `"plain"` (a path walk), `"native"` (the
@@ -667,9 +712,40 @@ impl Expr {
     }
 }
 
-/// The native form of an expression, when it has one (`native.rs`).
-fn native_form(text: &str, vars: &[String]) -> Option<native::Node> {
-    native::convert(&parse_term(text).ok()?, vars)
+fn not_compiled() -> EvalError {
+    EvalError::Runtime {
+        message: "expression batch was not compiled".into(),
+    }
+}
+
+/// Check an expression against the sandbox and find its fast forms: a plain path (`plain.rs`)
+/// or the native subset (`native.rs`). The text is lexed and parsed once here; jaq compiles
+/// it later, and only when it has neither form or its batch's program is first needed.
+fn analyse(
+    text: &str,
+    vars: &[String],
+) -> Result<(Option<Vec<plain::Step>>, Option<native::Node>), CompileError> {
+    if let Some(steps) = plain::parse(text) {
+        // Fields and indices only: nothing the sandbox or the compiler could refuse.
+        return Ok((Some(steps), None));
+    }
+    let Some(term) = check_sandbox(text)? else {
+        return Ok((None, None)); // a syntax error: compiling reports it with its span
+    };
+    let mut names = Names::default();
+    names.term(&term);
+    let reserved = names
+        .calls
+        .iter()
+        .chain(&names.vars)
+        .any(|n| n.trim_start_matches('$').starts_with(RESERVED_PREFIX));
+    // A reserved name is refused by compiling, with its span.
+    let native = if reserved {
+        None
+    } else {
+        native::convert(&term, vars)
+    };
+    Ok((None, native))
 }
 
 /// Evaluate natively; `None` when the evaluator bails out (then jaq evaluates).
@@ -1060,10 +1136,11 @@ fn compile_program(
         })
 }
 
-/// Refuse forbidden builtins and variables, with the span of the first offending token.
-fn check_sandbox(text: &str) -> Result<(), CompileError> {
+/// Refuse forbidden builtins and variables (with the span of the first offending token) and
+/// recursive definitions; the parsed term when the text parses.
+fn check_sandbox(text: &str) -> Result<Option<Term<&str>>, CompileError> {
     let Ok(tokens) = jaq_core::load::lex::Lexer::new(text).lex() else {
-        return Ok(()); // the compiler reports lex errors with their own spans
+        return Ok(None); // the compiler reports lex errors with their own spans
     };
     fn walk<'a>(text: &'a str, toks: &[Token<&'a str>]) -> Result<(), CompileError> {
         for Token(s, tok) in toks {
@@ -1096,17 +1173,18 @@ fn check_sandbox(text: &str) -> Result<(), CompileError> {
         Ok(())
     }
     walk(text, &tokens)?;
-    check_recursion(text)
+    let Ok(term) = jaq_core::load::parse::Parser::new(&tokens).parse(|p| p.term()) else {
+        return Ok(None); // syntax errors are reported by the compiler with their spans
+    };
+    check_recursion(text, &term)?;
+    Ok(Some(term))
 }
 
 /// Refuse recursive `def`s: with lexical scoping, a definition can only recurse by calling its
 /// own name from its body (or from a definition nested in it).
-fn check_recursion(text: &str) -> Result<(), CompileError> {
-    use jaq_core::load::parse::{Pattern, Term};
+fn check_recursion(text: &str, term: &Term<&str>) -> Result<(), CompileError> {
+    use jaq_core::load::parse::Pattern;
     use jaq_core::path::Part;
-    let Some(term) = jaq_core::load::parse(text, |p| p.term()) else {
-        return Ok(()); // syntax errors are reported by the compiler with their spans
-    };
     fn calls(t: &Term<&str>, name: &str) -> bool {
         match t {
             Term::Call(n, args) => *n == name || args.iter().any(|a| calls(a, name)),
@@ -1176,7 +1254,7 @@ fn check_recursion(text: &str) -> Result<(), CompileError> {
             _ => None,
         }
     }
-    match find(&term) {
+    match find(term) {
         Some(name) => Err(CompileError {
             source_text: text.to_string(),
             span: jaq_core::load::span(text, name),

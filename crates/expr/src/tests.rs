@@ -316,7 +316,6 @@ fn one_operation_cannot_build_without_bound() {
     }
 }
 
-/// What plain jaq (its whole standard library, no sandbox, no rewrite) answers.
 /// The first `take` outputs of an expression as jaq (sandboxed) computes them.
 pub(crate) fn jaq_take(
     e: &Expr,
@@ -324,8 +323,7 @@ pub(crate) fn jaq_take(
     vars: &[Val],
     take: usize,
 ) -> Result<Vec<Val>, EvalError> {
-    let p = e.program.get().expect("compiled");
-    e.run_jaq(p, input, vars, &Limits::default(), take)
+    e.run_jaq(input, vars, &Limits::default(), take)
 }
 
 fn plain_jaq(expr: &str, input: serde_json::Value) -> Result<Vec<serde_json::Value>, String> {
@@ -474,6 +472,57 @@ fn wlmap_names_are_reserved() {
     // Fields and keys of that shape are data, not names: still fine.
     let out = eval(r#"{__k: .__v, "__w": 1} | .__k"#, json!({"__v": 2})).unwrap();
     assert_eq!(out, vec![json!(2)]);
+}
+
+#[test]
+fn a_batch_compiles_its_jaq_program_only_when_needed() {
+    let compiled = |e: &Expr| e.program.get().unwrap().filter.get().is_some();
+    let obj = to_val(&json!({"spec": {"replicas": 2, "x": "A"}}));
+    let null = [to_val(&serde_json::Value::Null)];
+    let l = Limits::default();
+
+    // Plain and native expressions only: `finish` defers the program...
+    let mut b = Batch::new(&["parent"]);
+    let plain = b.add(".spec.replicas").unwrap();
+    let native = b.add(".spec.x | ascii_downcase").unwrap();
+    b.finish().unwrap();
+    assert!(!compiled(&plain));
+    assert_eq!(
+        native.eval(&obj, &null, &l).unwrap()[0],
+        to_val(&json!("a"))
+    );
+    assert!(!compiled(&native));
+    // ...until jaq is asked for (here the reference evaluation), with the same answers.
+    assert_eq!(
+        native.eval_interpreted(&obj, &null, &l).unwrap(),
+        native.eval(&obj, &null, &l).unwrap()
+    );
+    assert!(compiled(&native) && compiled(&plain));
+    assert_eq!(
+        plain.eval_interpreted(&obj, &null, &l).unwrap(),
+        vec![to_val(&json!(2))]
+    );
+
+    // One expression that needs jaq: compiled by `finish`, and its errors reported there.
+    let mut b = Batch::new(&[]);
+    let first = b.add(".spec.replicas").unwrap();
+    b.add("[range(3)]").unwrap();
+    b.finish().unwrap();
+    assert!(compiled(&first));
+    let mut b = Batch::new(&[]);
+    b.add(".spec.replicas").unwrap();
+    b.add("undefined_fn(1)").unwrap();
+    let errs = b.finish().unwrap_err();
+    assert_eq!(errs[0].0, 1);
+    assert!(
+        errs[0].1.message.contains("undefined"),
+        "{}",
+        errs[0].1.message
+    );
+
+    // A single expression behaves the same way.
+    assert!(!compiled(&Expr::compile(".a // 1").unwrap()));
+    assert!(compiled(&Expr::compile("[range(3)]").unwrap()));
 }
 
 #[test]
