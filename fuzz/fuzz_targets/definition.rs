@@ -1,4 +1,5 @@
-//! Definition text → strict decode → structural validation → compile of every expression.
+//! Definition text → strict decode (the fast YAML reader checked against serde-saphyr) →
+//! structural validation → compile of every expression.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
 
@@ -6,7 +7,14 @@ fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
-    let Ok(kartas) = wlmap_schema::decode(text, "fuzz.yaml") else {
+    // The fast reader of plain YAML answers like serde-saphyr, or leaves the text to it.
+    let decoded = wlmap_schema::decode(text, "fuzz.yaml");
+    match (&decoded, wlmap_schema::decode_with_saphyr(text, "fuzz.yaml")) {
+        (Ok(fast), Ok(slow)) => assert_eq!(fast, &slow, "fast YAML reader differs"),
+        (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string()),
+        (a, b) => panic!("fast YAML reader differs: {a:?} vs {b:?}"),
+    }
+    let Ok(kartas) = decoded else {
         return;
     };
     let source = wlmap_schema::Source {

@@ -156,7 +156,8 @@ pub struct Expr {
 /// deferred compilation succeeds (if it ever did not, evaluation would say so).
 struct Program {
     texts: Vec<String>,
-    main: String,
+    /// A batch's program dispatches on `$__which` (built when compiled: it is not small).
+    batch: bool,
     /// Global variables of the program (`$__which` first for a batch).
     vars: Vec<String>,
     filter: OnceLock<Result<Filter, CompileError>>,
@@ -166,16 +167,16 @@ impl Program {
     fn compiled(filter: Filter) -> Program {
         Program {
             texts: Vec::new(),
-            main: String::new(),
+            batch: false,
             vars: Vec::new(),
             filter: OnceLock::from(Ok(filter)),
         }
     }
 
-    fn deferred(texts: Vec<String>, main: String, vars: Vec<String>) -> Program {
+    fn deferred(texts: Vec<String>, batch: bool, vars: Vec<String>) -> Program {
         Program {
             texts,
-            main,
+            batch,
             vars,
             filter: OnceLock::new(),
         }
@@ -186,7 +187,12 @@ impl Program {
             .get_or_init(|| {
                 let texts: Vec<&str> = self.texts.iter().map(String::as_str).collect();
                 let vars: Vec<&str> = self.vars.iter().map(String::as_str).collect();
-                compile_program(&texts, &self.main, &vars, VALUES)
+                let main = if self.batch {
+                    dispatch(0, texts.len())
+                } else {
+                    "__w0".to_string()
+                };
+                compile_program(&texts, &main, &vars, VALUES)
             })
             .as_ref()
             .map_err(|e| EvalError::Runtime {
@@ -276,16 +282,15 @@ impl Batch {
         if self.texts.is_empty() {
             return Ok(());
         }
-        let main = dispatch(0, self.texts.len());
         let mut vars: Vec<String> = vec!["__which".into()];
         vars.extend(self.vars.iter().cloned());
         if self.all_fast {
-            let _ = self.cell.set(Program::deferred(self.texts, main, vars));
+            let _ = self.cell.set(Program::deferred(self.texts, true, vars));
             return Ok(());
         }
         let texts: Vec<&str> = self.texts.iter().map(String::as_str).collect();
         let vars: Vec<&str> = vars.iter().map(String::as_str).collect();
-        match compile_program(&texts, &main, &vars, VALUES) {
+        match compile_program(&texts, &dispatch(0, texts.len()), &vars, VALUES) {
             Ok(filter) => {
                 let _ = self.cell.set(Program::compiled(filter));
                 Ok(())
@@ -362,7 +367,7 @@ impl Expr {
         let vars: Vec<String> = vars.iter().map(|v| v.to_string()).collect();
         let (plain, native) = analyse(text, &vars)?;
         let program = if plain.is_some() || native.is_some() {
-            Program::deferred(vec![text.to_string()], "__w0".into(), vars.clone())
+            Program::deferred(vec![text.to_string()], false, vars.clone())
         } else {
             let vars: Vec<&str> = vars.iter().map(String::as_str).collect();
             Program::compiled(compile_program(&[text], "__w0", &vars, VALUES)?)

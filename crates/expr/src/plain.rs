@@ -23,8 +23,27 @@ const KEYWORDS: &[&str] = &[
 /// Longest plain path walked natively (Kubernetes paths have a dozen steps).
 const MAX_STEPS: usize = 64;
 
-/// The steps of a plain path, or `None` when the text is anything else.
+/// The steps of a plain path or of a pipe of plain paths (`.spec.services | .[] | .labels`,
+/// the same walk as `.spec.services[].labels`), or `None` when the text is anything else.
 pub(crate) fn parse(text: &str) -> Option<Vec<Step>> {
+    let mut in_string = false;
+    let mut segments = text.split(|c| {
+        in_string ^= c == '"';
+        c == '|' && !in_string
+    });
+    let first = segments.next()?;
+    let mut steps = parse_path(first)?;
+    for segment in segments {
+        steps.extend(parse_path(segment)?);
+        if steps.len() > MAX_STEPS {
+            return None;
+        }
+    }
+    Some(steps)
+}
+
+/// The steps of one plain path.
+fn parse_path(text: &str) -> Option<Vec<Step>> {
     let s = text.trim();
     let b = s.as_bytes();
     if b.first() != Some(&b'.') {

@@ -579,6 +579,15 @@ mod plain_paths {
         })
     }
 
+    /// A plain path or a pipe of them (`.a | .[] | .b`).
+    fn piped() -> impl Strategy<Value = String> {
+        (
+            proptest::collection::vec(path(), 1..4),
+            proptest::sample::select(&[" | ", "|", "  |\n  "][..]),
+        )
+            .prop_map(|(paths, sep)| paths.join(sep))
+    }
+
     fn value() -> impl Strategy<Value = serde_json::Value> {
         let leaf = prop_oneof![
             Just(json!(null)),
@@ -610,7 +619,7 @@ mod plain_paths {
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(1000))]
         #[test]
-        fn plain_paths_answer_like_jaq(p in path(), v in value()) {
+        fn plain_paths_answer_like_jaq(p in piped(), v in value()) {
             let fast = Expr::compile(&p).unwrap();
             prop_assert!(fast.plain.is_some(), "{p} should be a plain path");
             let input = to_val(&v);
@@ -642,11 +651,18 @@ mod plain_paths {
             r#".metadata.labels["app.kubernetes.io/name"]"#,
             ".spec.items[]?",
             ".a[0].b?",
+            ".a | .b",
+            ".spec.services | .[] | .labels",
+            r#".["a|b"] | .c"#,
         ] {
             assert!(crate::plain::parse(p).is_some(), "{p}");
         }
         for p in [
-            ".a | .b",
+            ".a | .b // 1",
+            ".a |= 1",
+            ".a |",
+            "| .a",
+            ".a | $x",
             ".a // 1",
             "..",
             ".a.",

@@ -18,6 +18,29 @@ use crate::{Error, Location};
 pub fn decode(text: &str, file: &str) -> Result<Vec<Karta>, Error> {
     let trimmed = text.trim_start();
     let json = trimmed.starts_with('{') || trimmed.starts_with('[');
+    // Most definitions are in the plain subset of YAML that `fast_yaml` reads; anything else,
+    // and every error, goes through serde-saphyr.
+    if !json
+        && let Some(values) = crate::fast_yaml::parse(text)
+        && let Ok(kartas) = from_values(values, file)
+    {
+        return kartas.into_iter().map(|k| convert(k, file)).collect();
+    }
+    decode_with_saphyr(text, file)
+}
+
+/// [`decode`] without the fast reader of plain YAML: every text through serde-saphyr (or
+/// serde_json). The reference the fast reader is tested against.
+///
+/// ```
+/// let text = "apiVersion: run.ai/v1alpha1\nkind: Karta\nspec:\n  structureDefinition:\n    rootComponent: {name: x}\n";
+/// assert_eq!(wlmap_schema::decode(text, "x.yaml").unwrap(),
+///            wlmap_schema::decode_with_saphyr(text, "x.yaml").unwrap());
+/// ```
+#[doc(hidden)]
+pub fn decode_with_saphyr(text: &str, file: &str) -> Result<Vec<Karta>, Error> {
+    let trimmed = text.trim_start();
+    let json = trimmed.starts_with('{') || trimmed.starts_with('[');
     // YAML is parsed once, straight into definitions, unless a document may be a `List`
     // (a top-level `items` key, or a flow-style document): parsing is most of a decode.
     if !json && !may_hold_a_list(text) {
@@ -36,24 +59,9 @@ pub fn decode(text: &str, file: &str) -> Result<Vec<Karta>, Error> {
             .map_err(|e| yaml_error(&e, file))?
     };
     let values: Vec<serde_json::Value> = values.into_iter().filter(|v| !v.is_null()).collect();
-    let is_list = values
-        .iter()
-        .any(|v| v.get("items").is_some() && v.get("spec").is_none());
     let mut kartas = Vec::new();
-    if is_list {
-        for (d, v) in values.into_iter().enumerate() {
-            let items = match v.get("items") {
-                Some(serde_json::Value::Array(items)) => items.clone(),
-                _ => vec![v],
-            };
-            for (i, item) in items.into_iter().enumerate() {
-                let k: Karta = serde_json::from_value(item).map_err(|e| Error::Decode {
-                    location: Some(Location::new(file, 0, 0)),
-                    message: format!("document {} item {}: {}", d + 1, i, e),
-                })?;
-                kartas.push(k);
-            }
-        }
+    if is_list(&values) {
+        kartas = from_values(values, file)?;
     } else if json {
         for k in serde_json::Deserializer::from_str(text).into_iter::<Karta>() {
             kartas.push(k.map_err(|e| json_error(&e, file))?);
@@ -63,6 +71,34 @@ pub fn decode(text: &str, file: &str) -> Result<Vec<Karta>, Error> {
             .map_err(|e| yaml_error(&e, file))?;
     }
     kartas.into_iter().map(|k| convert(k, file)).collect()
+}
+
+/// True when one of the documents is a `List` (it has `items` and no `spec`).
+fn is_list(values: &[serde_json::Value]) -> bool {
+    values
+        .iter()
+        .any(|v| v.get("items").is_some() && v.get("spec").is_none())
+}
+
+/// The definitions of decoded documents, `List`s unpacked. Errors have no line: the callers
+/// that can locate them decode from the text instead.
+fn from_values(values: Vec<serde_json::Value>, file: &str) -> Result<Vec<Karta>, Error> {
+    let list = is_list(&values);
+    let mut kartas = Vec::new();
+    for (d, v) in values.into_iter().enumerate() {
+        let items = match v.get("items") {
+            Some(serde_json::Value::Array(items)) if list => items.clone(),
+            _ => vec![v],
+        };
+        for (i, item) in items.into_iter().enumerate() {
+            let k: Karta = serde_json::from_value(item).map_err(|e| Error::Decode {
+                location: Some(Location::new(file, 0, 0)),
+                message: format!("document {} item {}: {}", d + 1, i, e),
+            })?;
+            kartas.push(k);
+        }
+    }
+    Ok(kartas)
 }
 
 /// True when a YAML text may hold a `List`: a line that starts with an `items` key, or a

@@ -31,13 +31,14 @@
 mod crd;
 mod decode;
 mod error;
+mod fast_yaml;
 mod location;
 mod objects;
 mod types;
 mod validate;
 
 pub use crd::karta_crd;
-pub use decode::{decode, decode_one, options as yaml_options};
+pub use decode::{decode, decode_one, decode_with_saphyr, options as yaml_options};
 pub use error::{Error, Result};
 pub use location::{Location, Source};
 pub use objects::decode_objects;
