@@ -43,13 +43,17 @@ impl<'a> OwnerIndex<'a> {
     /// assert!(ix.get("x").is_none());
     /// ```
     pub fn new(objects: &'a [Object]) -> Self {
-        OwnerIndex {
-            by_uid: objects
-                .iter()
-                .filter(|o| !o.uid().is_empty())
-                .map(|o| (o.uid(), o))
-                .collect(),
+        let mut by_uid = HashMap::with_capacity_and_hasher(
+            objects.len(),
+            foldhash::fast::RandomState::default(),
+        );
+        for o in objects {
+            let uid = o.uid();
+            if !uid.is_empty() {
+                by_uid.insert(uid, o);
+            }
         }
+        OwnerIndex { by_uid }
     }
 
     /// Look an object up by uid.

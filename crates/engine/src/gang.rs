@@ -21,7 +21,7 @@ use crate::object::Object;
 use crate::resolve::{Node, Workload};
 use serde::Serialize;
 use serde_json::{Value, json};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use wlmap_expr::{Val, to_jq_string};
 use wlmap_schema::TopologyConstraint;
 
@@ -222,13 +222,16 @@ pub fn gangs(def: &Definition, w: &Workload, pods: Option<&[Object]>) -> Result<
             continue;
         }
         // Observed: evaluate keys and filters on each attributed pod.
-        let by_name: BTreeMap<&str, &Object> = pods
+        let by_name: HashMap<&str, &Object, foldhash::fast::RandomState> = pods
             .unwrap_or(&[])
             .iter()
             .filter(|o| o.is_pod())
             .map(|o| (o.name(), o))
             .collect();
         let mut groups: Vec<(Vec<String>, String, Vec<String>)> = Vec::new(); // (keys, scope, pods)
+        // Group index by keys: a workload may have a group per pod (one per job index).
+        let mut group_of: HashMap<Vec<String>, usize, foldhash::fast::RandomState> =
+            HashMap::default();
         let mut placed = Vec::new();
         pods_with_scope(&w.root, None, &mut placed);
         for (node, scope, pod_name) in placed {
@@ -249,13 +252,16 @@ pub fn gangs(def: &Definition, w: &Workload, pods: Option<&[Object]>) -> Result<
             }
             let mut keys = Vec::new();
             for k in &m.keys {
-                let out = def.eval_obj(k, pod, &[Val::Null], cname, "groupByKeyPaths")?;
-                let vals: Vec<String> = out
-                    .iter()
-                    .filter(|v| !matches!(v, Val::Null))
-                    .map(to_jq_string)
-                    .filter(|s| !s.is_empty())
-                    .collect();
+                let vals = match label_strings(def, k, pod) {
+                    Some(vals) => vals,
+                    None => def
+                        .eval_obj(k, pod, &[Val::Null], cname, "groupByKeyPaths")?
+                        .iter()
+                        .filter(|v| !matches!(v, Val::Null))
+                        .map(to_jq_string)
+                        .filter(|s| !s.is_empty())
+                        .collect(),
+                };
                 if vals.len() != 1 {
                     return Err(Error::Shape {
                         definition: def.name(),
@@ -270,9 +276,12 @@ pub fn gangs(def: &Definition, w: &Workload, pods: Option<&[Object]>) -> Result<
                 }
                 keys.extend(vals);
             }
-            match groups.iter_mut().find(|(k, _, _)| *k == keys) {
-                Some(gr) => gr.2.push(pod_name.clone()),
-                None => groups.push((keys, scope.clone(), vec![pod_name.clone()])),
+            match group_of.get(&keys) {
+                Some(&i) => groups[i].2.push(pod_name.clone()),
+                None => {
+                    group_of.insert(keys.clone(), groups.len());
+                    groups.push((keys, scope.clone(), vec![pod_name.clone()]));
+                }
             }
         }
         let mut used: BTreeMap<String, usize> = BTreeMap::new();
@@ -295,6 +304,22 @@ pub fn gangs(def: &Definition, w: &Workload, pods: Option<&[Object]>) -> Result<
         }
     }
     Ok(out)
+}
+
+/// The non-empty strings a plain-path key (a pod label, most often) reads, taken from the
+/// pod's JSON without converting it; `None` when the key is not a plain path, fails, or reads
+/// anything but strings and nulls (then it is evaluated the general way, errors included).
+fn label_strings(def: &Definition, k: &wlmap_expr::Expr, pod: &Object) -> Option<Vec<String>> {
+    let refs = k.eval_json_refs(pod.json(), &def.limits)?.ok()?;
+    let mut out = Vec::with_capacity(refs.len());
+    for v in refs {
+        match v {
+            Value::String(s) if !s.is_empty() => out.push(s.clone()),
+            Value::String(_) | Value::Null => {}
+            _ => return None,
+        }
+    }
+    Some(out)
 }
 
 /// The member a pod of component `ci` belongs to: the first member naming it, else the first

@@ -163,6 +163,10 @@ impl Resources {
 /// ```
 pub fn parse_quantity(q: &str) -> Option<f64> {
     let q = q.trim();
+    // Most quantities are small whole numbers ("1", "8"): no suffix search, no float parsing.
+    if !q.is_empty() && q.len() <= 15 && q.bytes().all(|b| b.is_ascii_digit()) {
+        return q.parse::<u64>().ok().map(|n| n as f64);
+    }
     let suffixes: [(&str, f64); 14] = [
         ("Ki", 1024.0),
         ("Mi", 1024f64.powi(2)),

@@ -105,7 +105,7 @@ pub fn to_jq_string(v: &Val) -> String {
     }
 }
 
-/// Field lookup tuned for the small maps Kubernetes objects are made of: a map of up to 16
+/// Field lookup tuned for the small maps Kubernetes objects are made of: a map of up to 32
 /// entries is scanned in order (a handful of short string compares), a larger one is hashed.
 /// `serde_json::Value::get` always hashes the key (SipHash), about twice as slow on a pod's
 /// maps; attribution reads a dozen fields of every pod.
@@ -125,7 +125,7 @@ pub trait Field {
 impl Field for Value {
     fn field(&self, key: &str) -> Option<&Value> {
         match self {
-            Value::Object(m) if m.len() <= 16 => {
+            Value::Object(m) if m.len() <= 32 => {
                 m.iter().find(|(k, _)| k.as_str() == key).map(|(_, v)| v)
             }
             Value::Object(m) => m.get(key),
