@@ -22,7 +22,7 @@ pub fn decode(text: &str, file: &str) -> Result<Vec<Karta>, Error> {
     // and every error, goes through serde-saphyr.
     if !json
         && let Some(values) = crate::fast_yaml::parse(text)
-        && let Ok(kartas) = from_values(values, file)
+        && let Ok(kartas) = from_values(&values, file, crate::fast_yaml::from_value)
     {
         return kartas.into_iter().map(|k| convert(k, file)).collect();
     }
@@ -61,7 +61,7 @@ pub fn decode_with_saphyr(text: &str, file: &str) -> Result<Vec<Karta>, Error> {
     let values: Vec<serde_json::Value> = values.into_iter().filter(|v| !v.is_null()).collect();
     let mut kartas = Vec::new();
     if is_list(&values) {
-        kartas = from_values(values, file)?;
+        kartas = from_values(&values, file, |v| serde_json::from_value(v.clone()))?;
     } else if json {
         for k in serde_json::Deserializer::from_str(text).into_iter::<Karta>() {
             kartas.push(k.map_err(|e| json_error(&e, file))?);
@@ -80,18 +80,22 @@ fn is_list(values: &[serde_json::Value]) -> bool {
         .any(|v| v.get("items").is_some() && v.get("spec").is_none())
 }
 
-/// The definitions of decoded documents, `List`s unpacked. Errors have no line: the callers
-/// that can locate them decode from the text instead.
-fn from_values(values: Vec<serde_json::Value>, file: &str) -> Result<Vec<Karta>, Error> {
+/// The definitions of decoded documents, `List`s unpacked, each decoded by `decode_item`.
+/// Errors have no line: the callers that can locate them decode from the text instead.
+fn from_values(
+    values: &[serde_json::Value],
+    file: &str,
+    decode_item: impl Fn(&serde_json::Value) -> Result<Karta, serde_json::Error>,
+) -> Result<Vec<Karta>, Error> {
     let list = is_list(&values);
     let mut kartas = Vec::new();
-    for (d, v) in values.into_iter().enumerate() {
+    for (d, v) in values.iter().enumerate() {
         let items = match v.get("items") {
-            Some(serde_json::Value::Array(items)) if list => items.clone(),
+            Some(serde_json::Value::Array(items)) if list => items.iter().collect(),
             _ => vec![v],
         };
         for (i, item) in items.into_iter().enumerate() {
-            let k: Karta = serde_json::from_value(item).map_err(|e| Error::Decode {
+            let k: Karta = decode_item(item).map_err(|e| Error::Decode {
                 location: Some(Location::new(file, 0, 0)),
                 message: format!("document {} item {}: {}", d + 1, i, e),
             })?;

@@ -217,6 +217,9 @@ impl<'a> Parser<'a> {
         while i < self.lines.len() {
             let l = self.lines[i];
             if l.content.is_empty() {
+                if l.indent > at.unwrap_or(indent) {
+                    return None; // spaces beyond the indentation are content
+                }
                 // Blank lines only at the end, where chomping drops them.
                 let next = self.lines[i..].iter().find(|l| !l.content.is_empty());
                 if next.is_some_and(|n| n.indent > indent) {
@@ -442,6 +445,134 @@ fn flow_item(s: &str, depth: usize) -> Option<(Value, &str)> {
                 return None;
             }
             Some((plain(text)?, &s[end..]))
+        }
+    }
+}
+
+/// Decode a value the fast reader produced into a type, accepting no more than serde-saphyr
+/// would from the same YAML. `serde_json::from_value` is more lenient: it reads a struct from
+/// a sequence of its fields in order (`conditionsDefinition: [".path"]`), which serde-saphyr
+/// refuses (found by the `definition` fuzz target). This deserializer reads structs only from
+/// mappings, enums only from strings, and refuses anything unusual; a refusal only sends the
+/// text to serde-saphyr.
+pub(crate) fn from_value<T: serde::de::DeserializeOwned>(
+    v: &Value,
+) -> Result<T, serde_json::Error> {
+    T::deserialize(Strict(v))
+}
+
+struct Strict<'a>(&'a Value);
+
+impl<'de> serde::Deserializer<'de> for Strict<'de> {
+    type Error = serde_json::Error;
+
+    fn deserialize_any<V: serde::de::Visitor<'de>>(self, v: V) -> Result<V::Value, Self::Error> {
+        match self.0 {
+            Value::Null => v.visit_unit(),
+            Value::Bool(b) => v.visit_bool(*b),
+            Value::Number(n) => match (n.as_u64(), n.as_i64()) {
+                (Some(u), _) => v.visit_u64(u),
+                (None, Some(i)) => v.visit_i64(i),
+                _ => Err(serde::de::Error::custom("not an integer")),
+            },
+            Value::String(s) => v.visit_borrowed_str(s),
+            Value::Array(a) => v.visit_seq(Items(a.iter())),
+            Value::Object(m) => v.visit_map(Entries {
+                entries: m.iter(),
+                value: None,
+            }),
+        }
+    }
+
+    fn deserialize_option<V: serde::de::Visitor<'de>>(self, v: V) -> Result<V::Value, Self::Error> {
+        match self.0 {
+            Value::Null => v.visit_none(),
+            _ => v.visit_some(self),
+        }
+    }
+
+    fn deserialize_struct<V: serde::de::Visitor<'de>>(
+        self,
+        _name: &'static str,
+        _fields: &'static [&'static str],
+        v: V,
+    ) -> Result<V::Value, Self::Error> {
+        match self.0 {
+            Value::Object(_) => self.deserialize_any(v),
+            _ => Err(serde::de::Error::custom("expected a mapping")),
+        }
+    }
+
+    fn deserialize_enum<V: serde::de::Visitor<'de>>(
+        self,
+        _name: &'static str,
+        _variants: &'static [&'static str],
+        v: V,
+    ) -> Result<V::Value, Self::Error> {
+        use serde::de::IntoDeserializer;
+        match self.0 {
+            Value::String(s) => v.visit_enum(s.as_str().into_deserializer()),
+            _ => Err(serde::de::Error::custom("expected a string")),
+        }
+    }
+
+    fn deserialize_newtype_struct<V: serde::de::Visitor<'de>>(
+        self,
+        _name: &'static str,
+        v: V,
+    ) -> Result<V::Value, Self::Error> {
+        v.visit_newtype_struct(self)
+    }
+
+    serde::forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf
+        unit unit_struct seq tuple tuple_struct map identifier ignored_any
+    }
+}
+
+struct Items<'a>(std::slice::Iter<'a, Value>);
+
+impl<'de> serde::de::SeqAccess<'de> for Items<'de> {
+    type Error = serde_json::Error;
+
+    fn next_element_seed<T: serde::de::DeserializeSeed<'de>>(
+        &mut self,
+        seed: T,
+    ) -> Result<Option<T::Value>, Self::Error> {
+        self.0
+            .next()
+            .map(|v| seed.deserialize(Strict(v)))
+            .transpose()
+    }
+}
+
+struct Entries<'a> {
+    entries: serde_json::map::Iter<'a>,
+    value: Option<&'a Value>,
+}
+
+impl<'de> serde::de::MapAccess<'de> for Entries<'de> {
+    type Error = serde_json::Error;
+
+    fn next_key_seed<K: serde::de::DeserializeSeed<'de>>(
+        &mut self,
+        seed: K,
+    ) -> Result<Option<K::Value>, Self::Error> {
+        let Some((k, v)) = self.entries.next() else {
+            return Ok(None);
+        };
+        self.value = Some(v);
+        let key = serde::de::value::BorrowedStrDeserializer::new(k.as_str());
+        seed.deserialize(key).map(Some)
+    }
+
+    fn next_value_seed<V: serde::de::DeserializeSeed<'de>>(
+        &mut self,
+        seed: V,
+    ) -> Result<V::Value, Self::Error> {
+        match self.value.take() {
+            Some(v) => seed.deserialize(Strict(v)),
+            None => Err(serde::de::Error::custom("a value without a key")),
         }
     }
 }

@@ -136,6 +136,8 @@ fn everything_else_is_left_to_serde_saphyr() {
         "a: x\n  y\n",
         "a: |-\n  x\n\n  y\n",
         "a: |+\n  x\n",
+        "a: >-\n  x\n    \nb: 1\n",
+        "a: |-\n    \n  x\n",
         "a: |2\n   x\n",
         "a:\tb\n",
         "a: b\r\n",
@@ -167,6 +169,29 @@ fn everything_else_is_left_to_serde_saphyr() {
     for text in slow {
         assert!(parse(text).is_none(), "read by the fast path: {text:?}");
     }
+}
+
+/// A struct written as a sequence of its fields: serde_json reads it (fields in order),
+/// serde-saphyr refuses it, so the fast path must not answer (found by the `definition` fuzz
+/// target: `conditionsDefinition:` followed by `- .metadata.labels[...]`).
+#[test]
+fn structs_are_read_only_from_mappings() {
+    let found = include_str!("../testdata/struct-as-sequence.fuzz");
+    assert!(parse(found).is_some(), "the YAML itself is in the subset");
+    assert!(crate::decode_with_saphyr(found, "t.yaml").is_err());
+    assert!(crate::decode(found, "t.yaml").is_err());
+    assert!(agrees(found).unwrap());
+    let v = json!({"path": ".status.conditions"});
+    let c: crate::ConditionsDefinition = super::from_value(&v).unwrap();
+    assert_eq!(c.path, ".status.conditions");
+    assert!(
+        super::from_value::<crate::ConditionsDefinition>(&json!([".status.conditions"])).is_err()
+    );
+    // serde_json alone would have accepted it.
+    assert!(
+        serde_json::from_value::<crate::ConditionsDefinition>(json!([".status.conditions"]))
+            .is_ok()
+    );
 }
 
 /// Strings that YAML reads in more than one way, or not at all, when written plain.
