@@ -87,7 +87,7 @@ fn from_values(
     file: &str,
     decode_item: impl Fn(&serde_json::Value) -> Result<Karta, serde_json::Error>,
 ) -> Result<Vec<Karta>, Error> {
-    let list = is_list(&values);
+    let list = is_list(values);
     let mut kartas = Vec::new();
     for (d, v) in values.iter().enumerate() {
         let items = match v.get("items") {
