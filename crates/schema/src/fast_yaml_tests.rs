@@ -410,6 +410,37 @@ proptest! {
         agrees(&w.out)?;
     }
 
+    /// Edits of whole lines: how a hand edit goes wrong (a line dropped or doubled, moved
+    /// left or right, a mapping entry turned into a sequence item).
+    #[test]
+    fn definitions_with_edited_lines_are_read_alike(
+        which in any::<proptest::sample::Index>(),
+        edits in proptest::collection::vec((any::<proptest::sample::Index>(), 0..6u8), 1..4),
+    ) {
+        let all = catalog();
+        let text = &all[which.index(all.len())].1;
+        let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+        for (at, kind) in edits {
+            let i = at.index(lines.len());
+            let line = lines[i].clone();
+            let content = line.trim_start();
+            let indent = line.len() - content.len();
+            match kind {
+                0 => { lines.remove(i); }
+                1 => lines.insert(i, line.clone()),
+                2 => lines[i] = format!("  {line}"),
+                3 => lines[i] = format!("{}{content}", " ".repeat(indent.saturating_sub(2))),
+                4 => lines[i] = format!("{}- {content}", " ".repeat(indent)),
+                _ => lines[i] = match content.split_once(": ") {
+                    Some((_, value)) => format!("{}- {value}", " ".repeat(indent)),
+                    None => format!("{line}:"),
+                },
+            }
+            if lines.is_empty() { break; }
+        }
+        agrees(&(lines.join("\n") + "\n"))?;
+    }
+
     #[test]
     fn edited_definitions_are_read_alike(
         which in any::<proptest::sample::Index>(),
