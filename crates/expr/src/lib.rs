@@ -164,16 +164,8 @@ struct Program {
 }
 
 impl Program {
-    fn compiled(filter: Filter) -> Program {
-        Program {
-            texts: Vec::new(),
-            batch: false,
-            vars: Vec::new(),
-            filter: OnceLock::from(Ok(filter)),
-        }
-    }
-
-    fn deferred(texts: Vec<String>, batch: bool, vars: Vec<String>) -> Program {
+    /// A program compiled on first use (see [`Program::compile`]).
+    fn new(texts: Vec<String>, batch: bool, vars: Vec<String>) -> Program {
         Program {
             texts,
             batch,
@@ -182,7 +174,8 @@ impl Program {
         }
     }
 
-    fn filter(&self) -> Result<&Filter, EvalError> {
+    /// Compile now if not yet done (once; later calls return the same result).
+    fn compile(&self) -> Result<&Filter, &CompileError> {
         self.filter
             .get_or_init(|| {
                 let texts: Vec<&str> = self.texts.iter().map(String::as_str).collect();
@@ -195,9 +188,12 @@ impl Program {
                 compile_program(&texts, &main, &vars, VALUES)
             })
             .as_ref()
-            .map_err(|e| EvalError::Runtime {
-                message: format!("the expression does not compile: {}", e.message),
-            })
+    }
+
+    fn filter(&self) -> Result<&Filter, EvalError> {
+        self.compile().map_err(|e| EvalError::Runtime {
+            message: format!("the expression does not compile: {}", e.message),
+        })
     }
 }
 
@@ -284,44 +280,35 @@ impl Batch {
         }
         let mut vars: Vec<String> = vec!["__which".into()];
         vars.extend(self.vars.iter().cloned());
-        if self.all_fast {
-            let _ = self.cell.set(Program::deferred(self.texts, true, vars));
+        let program = Program::new(self.texts.clone(), true, vars);
+        // Compiled now only when an expression needs jaq, so its errors are reported here.
+        if self.all_fast || program.compile().is_ok() {
+            let _ = self.cell.set(program);
             return Ok(());
         }
-        let texts: Vec<&str> = self.texts.iter().map(String::as_str).collect();
-        let vars: Vec<&str> = vars.iter().map(String::as_str).collect();
-        match compile_program(&texts, &dispatch(0, texts.len()), &vars, VALUES) {
-            Ok(filter) => {
-                let _ = self.cell.set(Program::compiled(filter));
-                Ok(())
-            }
-            Err(_) => {
-                let user_vars: Vec<&str> = self.vars.iter().map(String::as_str).collect();
-                let errs: Vec<(usize, CompileError)> = self
-                    .texts
-                    .iter()
-                    .enumerate()
-                    .filter_map(|(i, t)| {
-                        compile_program(&[t], "__w0", &user_vars, VALUES)
-                            .err()
-                            .map(|e| (i, e))
-                    })
-                    .collect();
-                if errs.is_empty() {
-                    // Each compiles alone but not together (should not happen): say so.
-                    return Err(vec![(
-                        0,
-                        CompileError {
-                            source_text: self.texts[0].clone(),
-                            span: 0..0,
-                            message: "the expressions of this definition do not compile together"
-                                .into(),
-                        },
-                    )]);
-                }
-                Err(errs)
-            }
+        let user_vars: Vec<&str> = self.vars.iter().map(String::as_str).collect();
+        let errs: Vec<(usize, CompileError)> = self
+            .texts
+            .iter()
+            .enumerate()
+            .filter_map(|(i, t)| {
+                compile_program(&[t], "__w0", &user_vars, VALUES)
+                    .err()
+                    .map(|e| (i, e))
+            })
+            .collect();
+        if errs.is_empty() {
+            // Each compiles alone but not together (should not happen): say so.
+            return Err(vec![(
+                0,
+                CompileError {
+                    source_text: self.texts[0].clone(),
+                    span: 0..0,
+                    message: "the expressions of this definition do not compile together".into(),
+                },
+            )]);
         }
+        Err(errs)
     }
 }
 
@@ -366,12 +353,10 @@ impl Expr {
     pub fn compile_with_vars(text: &str, vars: &[&str]) -> Result<Expr, CompileError> {
         let vars: Vec<String> = vars.iter().map(|v| v.to_string()).collect();
         let (plain, native) = analyse(text, &vars)?;
-        let program = if plain.is_some() || native.is_some() {
-            Program::deferred(vec![text.to_string()], false, vars.clone())
-        } else {
-            let vars: Vec<&str> = vars.iter().map(String::as_str).collect();
-            Program::compiled(compile_program(&[text], "__w0", &vars, VALUES)?)
-        };
+        let program = Program::new(vec![text.to_string()], false, vars.clone());
+        if plain.is_none() && native.is_none() {
+            program.compile().map_err(Clone::clone)?; // errors are reported now
+        }
         Ok(Expr {
             text: text.to_string(),
             program: Arc::new(OnceLock::from(program)),

@@ -16,8 +16,7 @@ use crate::{Error, Location};
 /// assert_eq!(err.location().unwrap().line, 5);
 /// ```
 pub fn decode(text: &str, file: &str) -> Result<Vec<Karta>, Error> {
-    let trimmed = text.trim_start();
-    let json = trimmed.starts_with('{') || trimmed.starts_with('[');
+    let json = looks_like_json(text);
     // Most definitions are in the plain subset of YAML that `fast_yaml` reads; anything else,
     // and every error, goes through serde-saphyr.
     if !json
@@ -39,8 +38,7 @@ pub fn decode(text: &str, file: &str) -> Result<Vec<Karta>, Error> {
 /// ```
 #[doc(hidden)]
 pub fn decode_with_saphyr(text: &str, file: &str) -> Result<Vec<Karta>, Error> {
-    let trimmed = text.trim_start();
-    let json = trimmed.starts_with('{') || trimmed.starts_with('[');
+    let json = looks_like_json(text);
     // YAML is parsed once, straight into definitions, unless a document may be a `List`
     // (a top-level `items` key, or a flow-style document): parsing is most of a decode.
     if !json && !may_hold_a_list(text) {
@@ -71,6 +69,12 @@ pub fn decode_with_saphyr(text: &str, file: &str) -> Result<Vec<Karta>, Error> {
             .map_err(|e| yaml_error(&e, file))?;
     }
     kartas.into_iter().map(|k| convert(k, file)).collect()
+}
+
+/// A JSON text (an object or an array first), read by serde_json rather than as YAML.
+fn looks_like_json(text: &str) -> bool {
+    let trimmed = text.trim_start();
+    trimmed.starts_with('{') || trimmed.starts_with('[')
 }
 
 /// True when one of the documents is a `List` (it has `items` and no `spec`).
