@@ -356,7 +356,6 @@ pub(crate) struct Run<'r> {
     pub(crate) budget: &'r Budget,
     /// Set when a value needs jaq (the run stops; the caller evaluates with jaq).
     pub(crate) bail: Cell<bool>,
-    iterations: Cell<u32>,
 }
 
 /// The first error of a row of results, else their values.
@@ -380,7 +379,6 @@ impl<'r> Run<'r> {
             globals,
             budget,
             bail: Cell::new(false),
-            iterations: Cell::new(0),
         }
     }
 
@@ -389,15 +387,14 @@ impl<'r> Run<'r> {
         STOP
     }
 
-    /// Count an iteration; stop at the deadline (jaq checks it in its loop builtins; here
-    /// nested iterations over the input are the only way to spend time).
+    /// A value made by iterating or by `,` spends a step, as in jaq (`rewrite.rs` puts a
+    /// `__tick` after those terms): products of them are the only way to spend time here.
+    /// Out of steps or past the deadline, evaluation stops and the budget says why.
     fn iterated(&self) -> Flow {
-        let n = self.iterations.get().wrapping_add(1);
-        self.iterations.set(n);
-        if n.is_multiple_of(1024) && self.budget.past_deadline() {
-            return STOP;
+        match self.budget.tick() {
+            Ok(()) => GO,
+            Err(_) => STOP,
         }
-        GO
     }
 
     /// Run `n` on `v`, pushing each output (or error) to `k` until it says stop.
@@ -413,6 +410,10 @@ impl<'r> Run<'r> {
             Node::Const(c) => k(Ok(V::O(c.clone()))),
             Node::Empty => GO,
             Node::Comma(l, r) => {
+                let k = &mut |x| {
+                    self.iterated()?;
+                    k(x)
+                };
                 self.run(l, v, env, k)?;
                 self.run(r, v, env, k)
             }

@@ -21,8 +21,24 @@ use std::collections::HashSet;
 #[derive(Clone, Copy)]
 pub(crate) struct Rewrite {
     /// Put `| __tick` after the update of every `reduce` and `foreach` (value mode only:
-    /// `__tick` is not a path expression).
+    /// a fold whose update is piped is no longer a path expression).
     pub(crate) tick_folds: bool,
+}
+
+/// `t | __tick`: every value `t` produces spends a step. Put after the terms that multiply
+/// values (`,`, `.[]`, `..`): without it, `(a, b) | (c, d) | ...` or `.[] as $x | .[] | ...`
+/// could do exponential or polynomial work between two outputs with nothing counting it, when
+/// a `select`, `//`, `empty` or `?` swallows what it makes (found by fuzzing). `__tick` passes
+/// paths and updates through, so this holds in path mode too.
+fn ticked(t: Term<&str>) -> Term<&str> {
+    pipe(t, call("__tick", vec![]))
+}
+
+/// True for a path that iterates (`.[]`, `.a[]?`): it makes as many values as it visits.
+fn iterates<F>(path: &Path<F>) -> bool {
+    path.0
+        .iter()
+        .any(|(p, _)| matches!(p, Part::Range(None, None)))
 }
 
 fn call<'s>(name: &'s str, args: Vec<Term<&'s str>>) -> Term<&'s str> {
@@ -97,6 +113,8 @@ impl Rewrite {
                 | BinaryOp::UpdateAlt),
                 r,
             ) => pipe(Term::BinOp(b(l), op, b(r)), call("__tree", vec![])),
+            Term::BinOp(l, BinaryOp::Comma, r) => ticked(Term::BinOp(b(l), BinaryOp::Comma, b(r))),
+            Term::Recurse => ticked(Term::Recurse),
             Term::BinOp(l, op, r) => {
                 let op = match op {
                     BinaryOp::Pipe(Some(p)) => BinaryOp::Pipe(Some(self.pattern(p))),
@@ -165,23 +183,28 @@ impl Rewrite {
             Term::Call(name, args) => {
                 Term::Call(name, args.into_iter().map(|a| self.term(a)).collect())
             }
-            Term::Path(t, path) => Term::Path(
-                b(t),
-                Path(
-                    path.0
-                        .into_iter()
-                        .map(|(part, opt)| {
-                            let part = match part {
-                                Part::Index(i) => Part::Index(self.term(i)),
-                                Part::Range(x, y) => {
-                                    Part::Range(x.map(|x| self.term(x)), y.map(|y| self.term(y)))
-                                }
-                            };
-                            (part, opt)
-                        })
-                        .collect(),
-                ),
-            ),
+            Term::Path(t, path) => {
+                let iterating = iterates(&path);
+                let path = Term::Path(
+                    b(t),
+                    Path(
+                        path.0
+                            .into_iter()
+                            .map(|(part, opt)| {
+                                let part = match part {
+                                    Part::Index(i) => Part::Index(self.term(i)),
+                                    Part::Range(x, y) => Part::Range(
+                                        x.map(|x| self.term(x)),
+                                        y.map(|y| self.term(y)),
+                                    ),
+                                };
+                                (part, opt)
+                            })
+                            .collect(),
+                    ),
+                );
+                if iterating { ticked(path) } else { path }
+            }
             other => other,
         }
     }

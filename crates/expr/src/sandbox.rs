@@ -242,15 +242,6 @@ impl Budget {
         Ok(())
     }
 
-    /// True once the deadline has passed (then the time budget is exhausted).
-    pub(crate) fn past_deadline(&self) -> bool {
-        if self.deadline.is_some_and(|d| Instant::now() > d) {
-            self.exhausted.set(Some("time budget"));
-            return true;
-        }
-        false
-    }
-
     /// Which budget ran out, if any.
     pub(crate) fn exhausted(&self) -> Option<&'static str> {
         self.exhausted.get()
@@ -453,10 +444,11 @@ pub(crate) fn natives() -> impl Iterator<Item = Fun<Sandbox>> {
             )
         }),
     );
+    // A step; in path mode and in updates it is `.` (the rewrite puts it inside paths).
     let tick: Fun<Sandbox> = (
         "__tick",
         v(0),
-        Native::new(|cv| {
+        Native::<Sandbox>::new(|cv| {
             let r =
                 cv.0.data()
                     .budget
@@ -464,6 +456,20 @@ pub(crate) fn natives() -> impl Iterator<Item = Fun<Sandbox>> {
                     .map(|()| cv.1.clone())
                     .map_err(budget_error);
             Box::new(std::iter::once(r))
+        })
+        .with_paths(|cvp| {
+            let r = cvp
+                .0
+                .data()
+                .budget
+                .tick()
+                .map(|()| cvp.1)
+                .map_err(budget_error);
+            Box::new(std::iter::once(r))
+        })
+        .with_update(|cv, f| match cv.0.data().budget.tick() {
+            Ok(()) => f(cv.1),
+            Err(why) => Box::new(std::iter::once(Err(budget_error(why)))),
         }),
     );
     let range: Fun<Sandbox> = (

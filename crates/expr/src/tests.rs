@@ -783,3 +783,91 @@ fn plain_path_errors_print_numbers_like_jaq() {
     );
     assert_eq!(e.eval_json(&input, &l).unwrap().map(|_| ()), want);
 }
+
+/// Work that makes values and throws them away (`select(false)`, `//`, `empty`, `?`) between
+/// two outputs: products of `,`, nested `.[]` and `..`. Each value those terms make spends a
+/// step, so the step budget (deterministic, unlike the deadline) ends each of these, in jaq
+/// and in the native evaluator alike.
+#[test]
+fn swallowed_products_hit_the_step_budget() {
+    let pairs = vec!["(1, 2)"; 40].join(" | ");
+    let cases = [
+        format!("{pairs} | select(false)"),
+        format!("({pairs} | null) // 1"),
+        format!("[{pairs} | empty]"),
+        format!("first({pairs} | select(false)), 1"),
+        ".[] as $a | .[] as $b | .[] as $c | .[] | select(false)".to_string(),
+        "[.. | .. | .. | .. | .. | select(false)]".to_string(),
+        "path(.[] as $a | .[] as $b | .[] | select(false))".to_string(),
+        "(.[] as $a | .[] as $b | .[] | select(false)) |= 1".to_string(),
+    ];
+    let input = to_val(&json!(
+        (0..1000).map(|i| json!([i, [i, [i]]])).collect::<Vec<_>>()
+    ));
+    let limits = Limits {
+        timeout: Duration::from_secs(3600), // only the step budget may end these
+        ..Limits::default()
+    };
+    for expr in &cases {
+        let e = Expr::compile(expr).expect("compiles");
+        for (evaluator, r) in [
+            (e.evaluator(), e.eval(&input, &[], &limits)),
+            ("jaq", e.eval_interpreted(&input, &[], &limits)),
+        ] {
+            match r {
+                Err(EvalError::Budget { which }) => assert_eq!(which, "step budget", "{expr}"),
+                other => panic!("{expr} ({evaluator}): {other:?}"),
+            }
+        }
+    }
+}
+
+/// The fuzz input that found it (`expression` target, a 14 s run under a 200 ms deadline).
+#[test]
+fn fuzz_found_swallowed_products_end_on_the_step_budget() {
+    let text = include_str!("../testdata/swallowed-products.fuzz");
+    let limits = Limits {
+        max_steps: 5_000,
+        max_outputs: 1_000,
+        timeout: Duration::from_secs(3600),
+        max_len: 1 << 20,
+    };
+    let e = Expr::compile_with_vars(text, &["parentInstance"]).expect("compiles");
+    let r = e.eval_interpreted(&Val::Null, &[Val::Null], &limits);
+    assert!(
+        matches!(&r, Err(EvalError::Budget { which }) if which == "step budget"),
+        "{r:?}"
+    );
+}
+
+/// Ticks are `.` in path mode and in updates: the values and paths these make are unchanged.
+#[test]
+fn ticked_terms_keep_paths_and_updates() {
+    let input = json!({"a": [1, {"b": 2}], "c": 3});
+    for (expr, want) in [
+        (
+            "[paths]",
+            json!([["a"], ["a", 0], ["a", 1], ["a", 1, "b"], ["c"]]),
+        ),
+        ("[path(.a[], .c)]", json!([["a", 0], ["a", 1], ["c"]])),
+        ("[path(..)] | length", json!(6)),
+        ("(.a[0], .c) |= . + 1", json!({"a": [2, {"b": 2}], "c": 4})),
+        (
+            "del(.a[] | select(. == 1))",
+            json!({"a": [{"b": 2}], "c": 3}),
+        ),
+        (
+            "(.. | numbers) |= . * 10",
+            json!({"a": [10, {"b": 20}], "c": 30}),
+        ),
+        ("to_entries | map(.key)", json!(["a", "c"])),
+    ] {
+        let e = Expr::compile(expr).expect("compiles");
+        let got = e.eval_interpreted(&to_val(&input), &[], &Limits::default());
+        assert_eq!(
+            got.map(|v| v.iter().map(from_val).collect::<Vec<_>>()),
+            Ok(vec![want]),
+            "{expr}"
+        );
+    }
+}
