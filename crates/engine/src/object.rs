@@ -22,6 +22,8 @@ use wlmap_schema::GroupVersionKind;
 pub struct Object {
     json: Arc<Value>,
     val: Arc<std::sync::OnceLock<Val>>,
+    // Read once: attribution asks it several times of every object.
+    pod: bool,
 }
 
 impl std::fmt::Debug for Object {
@@ -38,9 +40,12 @@ impl Object {
     /// assert_eq!(o.kind(), "Job");
     /// ```
     pub fn new(json: Value) -> Self {
+        let str_of = |k| json.field(k).and_then(Value::as_str);
+        let pod = str_of("kind") == Some("Pod") && str_of("apiVersion") == Some("v1");
         Object {
             json: Arc::new(json),
             val: Arc::new(std::sync::OnceLock::new()),
+            pod,
         }
     }
 
@@ -193,6 +198,6 @@ impl Object {
     /// assert!(wlmap_engine::Object::new(serde_json::json!({"apiVersion": "v1", "kind": "Pod"})).is_pod());
     /// ```
     pub fn is_pod(&self) -> bool {
-        self.kind() == "Pod" && self.api_version() == "v1"
+        self.pod
     }
 }

@@ -227,23 +227,31 @@ pub fn container_request(container: &Value) -> Resources {
 /// ```
 pub fn resource_requirements(res: &Value) -> Resources {
     let mut r = Resources::default();
-    if let Some(req) = res.field("requests").and_then(Value::as_object) {
+    add_requirements(&mut r, res);
+    r
+}
+
+/// Adds the effective request of one `resources` block to `into`: what it requests, and its
+/// limit where it requests nothing readable (what [`resource_requirements`] returns), without
+/// building a map per container.
+fn add_requirements(into: &mut Resources, res: &Value) {
+    let req = res.field("requests");
+    if let Some(req) = req.and_then(Value::as_object) {
         for (k, v) in req {
             if let Some(q) = quantity(v) {
-                r.add_quantity(k, q);
+                into.add_quantity(k, q);
             }
         }
     }
     if let Some(lim) = res.field("limits").and_then(Value::as_object) {
         for (k, v) in lim {
-            if !r.amounts.contains_key(k)
-                && let Some(q) = quantity(v)
-            {
-                r.add_quantity(k, q);
+            // `field` scans; `Map::get` would hash the key with SipHash.
+            let requested = req.and_then(|r| r.field(k)).and_then(quantity).is_some();
+            if !requested && let Some(q) = quantity(v) {
+                into.add_quantity(k, q);
             }
         }
     }
-    r
 }
 
 /// The Kubernetes effective request of a pod spec: the larger of the largest init container
@@ -277,12 +285,7 @@ pub fn pod_request(spec: &Value) -> Resources {
     }
     if let Some(cs) = spec.field("containers").and_then(Value::as_array) {
         for c in cs {
-            let r = container_request(c);
-            if sum.amounts.is_empty() {
-                sum = r; // the first container's request as it is
-            } else {
-                sum.add_scaled(&r, 1);
-            }
+            add_requirements(&mut sum, c.field("resources").unwrap_or(&Value::Null));
         }
     }
     sum.add_scaled(&sidecars, 1);

@@ -122,14 +122,63 @@ pub trait Field {
     fn field(&self, key: &str) -> Option<&Value>;
 }
 
+/// Byte equality for map keys: Kubernetes keys are mostly 4 to 16 bytes, which two overlapping
+/// word loads compare without a call to `memcmp` (callgrind put that call at 15 % of
+/// attributing pods, most of it for keys that match).
+#[inline(always)]
+fn key_eq(a: &[u8], b: &[u8]) -> bool {
+    let n = a.len();
+    if n != b.len() {
+        return false;
+    }
+    if (8..=16).contains(&n) {
+        let w = |s: &[u8], i: usize| u64::from_le_bytes(s[i..i + 8].try_into().unwrap_or([0; 8]));
+        return w(a, 0) == w(b, 0) && w(a, n - 8) == w(b, n - 8);
+    }
+    if (4..8).contains(&n) {
+        let w = |s: &[u8], i: usize| u32::from_le_bytes(s[i..i + 4].try_into().unwrap_or([0; 4]));
+        return w(a, 0) == w(b, 0) && w(a, n - 4) == w(b, n - 4);
+    }
+    a == b
+}
+
 impl Field for Value {
     fn field(&self, key: &str) -> Option<&Value> {
         match self {
             Value::Object(m) if m.len() <= 32 => {
-                m.iter().find(|(k, _)| k.as_str() == key).map(|(_, v)| v)
+                let key = key.as_bytes();
+                m.iter()
+                    .find(|(k, _)| key_eq(k.as_bytes(), key))
+                    .map(|(_, v)| v)
             }
             Value::Object(m) => m.get(key),
             _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod key_eq_tests {
+    use super::key_eq;
+
+    #[test]
+    fn key_eq_is_byte_equality_at_every_length_and_position() {
+        for n in 0..=24usize {
+            let a: Vec<u8> = (0..n as u8).map(|i| b'a' + i).collect();
+            assert!(key_eq(&a, &a.clone()), "equal, length {n}");
+            // One byte different, at each position: the overlapping word loads must see it.
+            for i in 0..n {
+                let mut b = a.clone();
+                b[i] ^= 0x20;
+                assert!(!key_eq(&a, &b), "length {n}, byte {i} differs");
+            }
+            let mut longer = a.clone();
+            longer.push(b'z');
+            assert!(
+                !key_eq(&a, &longer) && !key_eq(&longer, &a),
+                "lengths {n} and {}",
+                n + 1
+            );
         }
     }
 }
