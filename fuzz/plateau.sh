@@ -1,41 +1,58 @@
 #!/usr/bin/env bash
-# Run one fuzz target in 5-minute slices until a slice finds no new coverage (or a time limit),
-# counting only slices that executed at least as many new inputs as the corpus they replayed,
-# logging each slice's coverage and executions: the "run until it stops finding new coverage"
-# procedure behind the figures in SECURITY.md.
+# Run one fuzz target in one continuous libFuzzer run until it stops finding new coverage: the
+# run ends when no new edge ("cov") has been found for QUIET_SECONDS of the fuzzer's own CPU time
+# after the corpus replay (CPU time, so that a busy machine cannot fake a quiet spell), or at
+# MAX_MINUTES of wall time. This is the "run until it stops finding new coverage" procedure behind the
+# figures in SECURITY.md. One run, not slices: every restart replays the whole corpus (minutes
+# for 10,000+ inputs), time that finds nothing.
 #
-#   fuzz/plateau.sh TARGET [MAX_MINUTES=60] [SLICE_SECONDS=300]
+#   fuzz/plateau.sh TARGET [MAX_MINUTES=60] [QUIET_SECONDS=600]
 #
-# FUZZ_BIN=DIR runs the binaries in DIR (copied from target/*/release after `cargo +nightly fuzz
-# build -O`) instead of `cargo fuzz run`, so editing the code meanwhile does not rebuild them.
+# It runs the binary `cargo +nightly fuzz build -O` left in target/; FUZZ_BIN=DIR runs the one in
+# DIR instead (copied there after a build, with or without `-s none`), so that editing the code
+# meanwhile does not change what is being fuzzed.
 #
-# Logs: fuzz/logs/TARGET.log (one line per slice) and fuzz/logs/TARGET-N.out (libFuzzer's output).
+# Logs: fuzz/logs/TARGET.log (a line per minute and the verdict) and fuzz/logs/TARGET.out
+# (libFuzzer's output).
 set -uo pipefail
-t=${1:?target}; max=${2:-60}; slice_s=${3:-300}
+t=${1:?target}; max=${2:-60}; quiet=${3:-600}
 cd "$(dirname "$0")"
 mkdir -p logs artifacts/"$t"
-log=logs/$t.log; : > "$log"
-start=$(date +%s); n=0
-while :; do
-  n=$((n + 1)); out=logs/$t-$n.out
-  args=(corpus/"$t" -max_total_time="$slice_s" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1
-    -artifact_prefix=artifacts/"$t"/)
-  if [ -n "${FUZZ_BIN:-}" ]; then "$FUZZ_BIN/$t" "${args[@]}" > "$out" 2>&1
-  else cargo +nightly fuzz run -O "$t" corpus/"$t" -- "${args[@]:1}" > "$out" 2>&1; fi
-  rc=$?
-  init=$(grep -m1 INITED "$out" | grep -oE 'cov: [0-9]+' | awk '{print $2}')
-  end=$(grep DONE "$out" | grep -oE 'cov: [0-9]+' | awk '{print $2}')
-  execs=$(grep -oE 'stat::number_of_executed_units: *[0-9]+' "$out" | awk '{print $2}')
-  # Executions after the corpus replay: a slice that spent its time replaying proves nothing.
-  init_n=$(grep -m1 INITED "$out" | grep -oE '^#[0-9]+' | tr -d '#')
-  done_n=$(grep DONE "$out" | grep -oE '^#[0-9]+' | tr -d '#')
-  fuzzed=$(( ${done_n:-0} - ${init_n:-0} ))
-  crashes=$(find artifacts/"$t" -type f | wc -l)
-  mins=$(( ($(date +%s) - start) / 60 ))
-  echo "slice $n rc=$rc inited_cov=$init done_cov=$end execs=$execs fuzzed=$fuzzed crashes=$crashes elapsed_min=$mins" >> "$log"
-  if [ "$rc" != 0 ]; then echo "stopped: exit $rc (a crash, a timeout or a leak: see $out)" >> "$log"; exit "$rc"; fi
-  if [ -n "$init" ] && [ "$init" = "$end" ] && [ "$fuzzed" -ge "${init_n:-0}" ]; then
-    echo "plateau: slice $n found no new coverage in $fuzzed executions after the corpus replay" >> "$log"; exit 0
+log=logs/$t.log; out=logs/$t.out; : > "$log"
+args=(corpus/"$t" -max_total_time=$((max * 60)) -timeout=10 -rss_limit_mb=2048
+  -print_final_stats=1 -artifact_prefix=artifacts/"$t"/)
+bin=${FUZZ_BIN:-target/x86_64-unknown-linux-gnu/release}/$t
+[ -x "$bin" ] || { echo "no $bin: run cargo +nightly fuzz build -O" >&2; exit 2; }
+"$bin" "${args[@]}" > "$out" 2>&1 &
+pid=$!
+cpu() { awk '{print int(($14 + $15) / 100)}' /proc/"$pid"/stat 2>/dev/null || echo 0; }
+trap 'kill -INT $pid 2>/dev/null' EXIT
+start=$(date +%s); last_cov=; last_new=; last_new_execs=0; minute=-1; verdict=
+while kill -0 "$pid" 2>/dev/null; do
+  sleep 10
+  now=$(cpu)
+  grep -q INITED "$out" || continue  # still replaying the corpus
+  line=$(grep -E '^#[0-9]+.*cov: [0-9]+' "$out" | tail -1)
+  cov=$(grep -oE 'cov: [0-9]+' <<< "$line" | awk '{print $2}')
+  execs=$(grep -oE '^#[0-9]+' <<< "$line" | tr -d '#')
+  if [ "$cov" != "$last_cov" ]; then last_cov=$cov; last_new=$now; last_new_execs=$execs; fi
+  m=$(( ($(date +%s) - start) / 60 ))
+  if [ "$m" != "$minute" ]; then minute=$m; echo "min $m cov $cov execs>=$execs cpu_s $now" >> "$log"; fi
+  if [ $((now - last_new)) -ge "$quiet" ]; then
+    verdict="plateau: no new coverage for $quiet CPU seconds after the corpus replay (since execution #$last_new_execs)"
+    kill -INT "$pid"; break
   fi
-  if [ "$mins" -ge "$max" ]; then echo "time limit: coverage still growing" >> "$log"; exit 0; fi
 done
+wait "$pid"; rc=$?
+trap - EXIT
+total=$(grep -oE 'stat::number_of_executed_units: *[0-9]+' "$out" | awk '{print $2}')
+init=$(grep -m1 INITED "$out" | grep -oE 'cov: [0-9]+' | awk '{print $2}')
+init_n=$(grep -m1 INITED "$out" | grep -oE '^#[0-9]+' | tr -d '#')
+crashes=$(find artifacts/"$t" -type f | wc -l)
+mins=$(( ($(date +%s) - start) / 60 ))
+echo "run: rc=$rc replayed=$init_n inited_cov=$init final_cov=$last_cov execs=$total crashes=$crashes minutes=$mins" >> "$log"
+if [ -n "$verdict" ]; then
+  echo "$verdict; $((total - last_new_execs)) executions without new coverage" >> "$log"
+elif [ "$rc" != 0 ]; then echo "stopped: exit $rc (a crash, a timeout or a leak: see $out)" >> "$log"
+else echo "time limit: coverage still growing (last new edge $(( (now - last_new) / 60 )) CPU minutes before the end)" >> "$log"; fi
+exit "$rc"
