@@ -6,9 +6,10 @@
 //! - **sandboxed**: builtins that reach the process (`env`, `$ENV`, `input`, `debug`, `stderr`,
 //!   `halt`, ...) are refused at compile time with the offending span, and are not even
 //!   registered; user `def`s are refused because they can recurse without bound;
-//! - **bounded**: every loop builtin (`range`, `repeat`, `recurse`, `while`, `until`) spends
-//!   from a step budget, evaluation has a deadline, and the number of outputs is capped; an
-//!   exhausted budget is an [`EvalError::Budget`], never a hang.
+//! - **bounded**: every loop builtin (`range`, `repeat`, `recurse`, `while`, `until`), every
+//!   collected item and every value made by `,`, `.[]` or `..` spends from a step budget,
+//!   evaluation has a deadline, and the number of outputs is capped; an exhausted budget is an
+//!   [`EvalError::Budget`], never a hang.
 //!
 //! ```
 //! use wlmap_expr::{Expr, Limits, to_val};
@@ -54,7 +55,8 @@ use std::time::{Duration, Instant};
 /// ```
 #[derive(Debug, Clone)]
 pub struct Limits {
-    /// Iterations of loop builtins (`range`, `repeat`, `recurse`, `while`, `until`).
+    /// Steps: iterations of loop builtins (`range`, `repeat`, `recurse`, `while`, `until`),
+    /// collected items, and values made by `,`, `.[]` and `..`.
     pub max_steps: u64,
     /// Number of outputs of one expression.
     pub max_outputs: usize,
