@@ -13,7 +13,8 @@
 //!
 //! Method: warm-up (at least 3 iterations and 100 ms), K iterations per sample so that a sample
 //! takes at least 20 ms, 31 samples (at least 10 when an iteration is slow), per-iteration
-//! min/median/max. One thread.
+//! min/median/max. One thread. `WLMAP_OPS=op,...` runs only those operations;
+//! `WLMAP_OPS_ITERS=N` runs exactly N untimed iterations of each (for instruction counts).
 
 use serde_json::{Value, json};
 use std::hint::black_box;
@@ -54,6 +55,14 @@ fn measure_batched<I>(mut setup: impl FnMut() -> I, mut f: impl FnMut(I)) -> (Ve
         }
         t.elapsed().as_nanos() as f64
     };
+    // `WLMAP_OPS_ITERS=N`: exactly N iterations, untimed, so that instruction counts
+    // (callgrind) of two builds can be compared per iteration.
+    if let Some(n) = std::env::var("WLMAP_OPS_ITERS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
+        return (vec![timed(n)], n);
+    }
     let start = Instant::now();
     let (mut n, mut spent) = (0usize, 0f64);
     while n < 3 || start.elapsed() < WARMUP {

@@ -113,7 +113,7 @@ impl Rewrite {
                 | BinaryOp::UpdateAlt),
                 r,
             ) => pipe(Term::BinOp(b(l), op, b(r)), call("__tree", vec![])),
-            Term::BinOp(l, BinaryOp::Comma, r) => ticked(Term::BinOp(b(l), BinaryOp::Comma, b(r))),
+            Term::BinOp(l, BinaryOp::Comma, r) => ticked(self.comma_chain(*l, *r)),
             Term::Recurse => ticked(Term::Recurse),
             Term::BinOp(l, op, r) => {
                 let op = match op {
@@ -125,10 +125,17 @@ impl Rewrite {
             // Every collected item is a step, is checked as a tree and counts as built:
             // `[.[] as $a | .[] | ...]` cannot collect without bound, nor can 50,000 copies a
             // builtin made. The array is checked as a tree (`[., .]` nested).
-            Term::Arr(Some(f)) => pipe(
-                Term::Arr(Some(Box::new(pipe(self.term(*f), call("__item", vec![]))))),
-                call("__tree", vec![]),
-            ),
+            Term::Arr(Some(f)) => {
+                // `[a, b, c]`: `__item` already counts what the commas make.
+                let f = match *f {
+                    Term::BinOp(l, BinaryOp::Comma, r) => self.comma_chain(*l, *r),
+                    f => self.term(f),
+                };
+                pipe(
+                    Term::Arr(Some(Box::new(pipe(f, call("__item", vec![]))))),
+                    call("__tree", vec![]),
+                )
+            }
             Term::Str(fmt, parts) => {
                 let plain = fmt.is_none();
                 let parts = parts
@@ -207,6 +214,16 @@ impl Rewrite {
             }
             other => other,
         }
+    }
+
+    /// `l, r` with its operands rewritten, commas among them unticked: a chain `a, b, c` is
+    /// ticked once, where its values leave it.
+    fn comma_chain<'s>(self, l: Term<&'s str>, r: Term<&'s str>) -> Term<&'s str> {
+        let side = |t: Term<&'s str>| match t {
+            Term::BinOp(l, BinaryOp::Comma, r) => self.comma_chain(*l, *r),
+            t => self.term(t),
+        };
+        Term::BinOp(Box::new(side(l)), BinaryOp::Comma, Box::new(side(r)))
     }
 
     /// Rewrite a definition's body.
