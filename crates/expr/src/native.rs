@@ -60,6 +60,8 @@ pub(crate) enum Node {
     /// `any(g; c)` (true) and `all(g; c)` (false).
     AnyAll(Box<Node>, Box<Node>, bool),
     ToEntries,
+    /// `to_entries[] | .key`: the keys (or indices) of the input, values left unconverted.
+    EntryKeys,
     /// `min` (false) and `max` (true).
     MinMax(bool),
     /// `ascii_downcase` (false) and `ascii_upcase` (true).
@@ -175,7 +177,7 @@ impl<'s> Conv<'_, 's> {
                 let (l_term, r_term) = (&**l, &**r);
                 let (l, r) = (b(self.term(l)?), b(self.term(r)?));
                 match op {
-                    BinaryOp::Pipe(_) => Node::Pipe(l, r),
+                    BinaryOp::Pipe(_) => pipe(l, r),
                     BinaryOp::Comma => Node::Comma(l, r),
                     BinaryOp::Alt => Node::Alt(l, r),
                     BinaryOp::Or => Node::Logic(l, true, r),
@@ -555,6 +557,44 @@ impl<'r> Run<'r> {
                 let b = found.unwrap_or(Ok(!*any));
                 k(b.map(|b| V::O(Val::from(b))))
             }
+            // The keys `to_entries[] | .key` yields; a step each, as `[]` spends.
+            Node::EntryKeys => {
+                use serde_json::Value as J;
+                match v {
+                    V::J(J::Object(o)) => {
+                        for a in o.keys() {
+                            self.iterated()?;
+                            k(Ok(V::O(Val::from(a.clone()))))?;
+                        }
+                    }
+                    V::J(J::Array(a)) => {
+                        for i in 0..a.len() {
+                            self.iterated()?;
+                            k(Ok(V::O(Val::from(i as isize))))?;
+                        }
+                    }
+                    V::O(Val::Obj(o)) => {
+                        for a in o.keys() {
+                            self.iterated()?;
+                            k(Ok(V::O(a.clone())))?;
+                        }
+                    }
+                    V::O(Val::Arr(a)) => {
+                        for i in 0..a.len() {
+                            self.iterated()?;
+                            k(Ok(V::O(Val::from(i as isize))))?;
+                        }
+                    }
+                    _ => {
+                        let err = v.val().key_values().find_map(Result::err);
+                        return match err {
+                            Some(e) => k(Err(e)),
+                            None => self.bail(),
+                        };
+                    }
+                }
+                GO
+            }
             // jaq: `def to_entries: [key_values[] as [$key, $value] | {$key, $value}];`
             Node::ToEntries => {
                 use serde_json::Value as J;
@@ -920,6 +960,33 @@ impl<'r> Run<'r> {
             },
         }
     }
+}
+
+/// `l | r`, with `to_entries[] | .key` (how definitions list the keys of a map of components:
+/// Dynamo services, Grove cliques) read as the keys of the input: `to_entries` would convert
+/// every value of the map to jaq's form for `.key` to drop it.
+fn pipe(l: Box<Node>, r: Box<Node>) -> Node {
+    let entries = |n: &Node| {
+        matches!(n, Node::Path(f, parts)
+            if matches!(**f, Node::ToEntries) && matches!(parts.as_slice(), [(PathPart::Iter, false)]))
+    };
+    let key = |n: &Node| {
+        matches!(n, Node::Path(f, parts)
+            if matches!(**f, Node::Id)
+                && matches!(parts.as_slice(), [(PathPart::Key(_, k), false)] if k == "key"))
+    };
+    if entries(&l) {
+        if key(&r) {
+            return Node::EntryKeys;
+        }
+        if let Node::Pipe(rl, rr) = *r {
+            if key(&rl) {
+                return Node::Pipe(b(Node::EntryKeys), rr);
+            }
+            return Node::Pipe(l, b(Node::Pipe(rl, rr)));
+        }
+    }
+    Node::Pipe(l, r)
 }
 
 /// True for the path expressions [`paths_json`] walks: `.`, pipes of them, and paths made of
