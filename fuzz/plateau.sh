@@ -27,10 +27,10 @@ bin=${FUZZ_BIN:-target/x86_64-unknown-linux-gnu/release}/$t
 pid=$!
 cpu() { awk '{print int(($14 + $15) / 100)}' /proc/"$pid"/stat 2>/dev/null || echo 0; }
 trap 'kill -INT $pid 2>/dev/null' EXIT
-start=$(date +%s); last_cov=; last_new=; last_new_execs=0; minute=-1; verdict=
+start=$(date +%s); now=0; last_cov=; last_new=; last_new_execs=0; minute=-1; verdict=
 while kill -0 "$pid" 2>/dev/null; do
   sleep 10
-  now=$(cpu)
+  c=$(cpu); [ "$c" != 0 ] && now=$c  # 0: the fuzzer has just exited
   grep -q INITED "$out" || continue  # still replaying the corpus
   line=$(grep -E '^#[0-9]+.*cov: [0-9]+' "$out" | tail -1)
   cov=$(grep -oE 'cov: [0-9]+' <<< "$line" | awk '{print $2}')
