@@ -560,31 +560,16 @@ impl<'r> Run<'r> {
             // The keys `to_entries[] | .key` yields; a step each, as `[]` spends.
             Node::EntryKeys => {
                 use serde_json::Value as J;
+                let mut each = |key: Val| {
+                    self.iterated()?;
+                    k(Ok(V::O(key)))
+                };
+                let index = |i: usize| Val::from(i as isize);
                 match v {
-                    V::J(J::Object(o)) => {
-                        for a in o.keys() {
-                            self.iterated()?;
-                            k(Ok(V::O(Val::from(a.clone()))))?;
-                        }
-                    }
-                    V::J(J::Array(a)) => {
-                        for i in 0..a.len() {
-                            self.iterated()?;
-                            k(Ok(V::O(Val::from(i as isize))))?;
-                        }
-                    }
-                    V::O(Val::Obj(o)) => {
-                        for a in o.keys() {
-                            self.iterated()?;
-                            k(Ok(V::O(a.clone())))?;
-                        }
-                    }
-                    V::O(Val::Arr(a)) => {
-                        for i in 0..a.len() {
-                            self.iterated()?;
-                            k(Ok(V::O(Val::from(i as isize))))?;
-                        }
-                    }
+                    V::J(J::Object(o)) => o.keys().try_for_each(|a| each(Val::from(a.clone())))?,
+                    V::O(Val::Obj(o)) => o.keys().try_for_each(|a| each(a.clone()))?,
+                    V::J(J::Array(a)) => (0..a.len()).try_for_each(|i| each(index(i)))?,
+                    V::O(Val::Arr(a)) => (0..a.len()).try_for_each(|i| each(index(i)))?,
                     _ => {
                         let err = v.val().key_values().find_map(Result::err);
                         return match err {
