@@ -12,7 +12,7 @@
 # DIR instead (copied there after a build, with or without `-s none`), so that editing the code
 # meanwhile does not change what is being fuzzed.
 #
-# Logs: fuzz/logs/TARGET.log (a line per minute and the verdict) and fuzz/logs/TARGET.out
+# FUZZ_ARGS adds libFuzzer flags. Logs: fuzz/logs/TARGET.log (a line per minute and the verdict) and fuzz/logs/TARGET.out
 # (libFuzzer's output).
 set -uo pipefail
 t=${1:?target}; max=${2:-60}; quiet=${3:-600}
@@ -21,6 +21,11 @@ mkdir -p logs artifacts/"$t"
 log=logs/$t.log; out=logs/$t.out; : > "$log"
 args=(corpus/"$t" -max_total_time=$((max * 60)) -timeout=10 -rss_limit_mb=2048
   -print_final_stats=1 -artifact_prefix=artifacts/"$t"/)
+# The target's dictionary (fuzz/make_dicts.py): tokens that byte mutations rarely spell.
+[ -f dict/"$t".dict ] && args+=(-dict=dict/"$t".dict)
+# FUZZ_ARGS: more libFuzzer flags, e.g. "-print_pcs=1" to log where each new edge is (run
+# under `setarch -R` so that the addresses are the binary's offsets + 0x555555554000).
+read -ra extra <<< "${FUZZ_ARGS:-}"; args+=("${extra[@]}")
 bin=${FUZZ_BIN:-target/x86_64-unknown-linux-gnu/release}/$t
 [ -x "$bin" ] || { echo "no $bin: run cargo +nightly fuzz build -O" >&2; exit 2; }
 "$bin" "${args[@]}" > "$out" 2>&1 &

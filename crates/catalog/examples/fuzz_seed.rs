@@ -54,8 +54,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         for state in common::sorted_dirs(&fixtures) {
             let objects = std::fs::read(state.join("objects.yaml"))?;
             let name = format!("{slug}-{}", common::name(&state));
+            // `resolve` reads JSON (YAML is the `snapshot` target's): one object per line.
             let mut seed = vec![u8::try_from(i)?];
-            seed.extend_from_slice(&objects);
+            for o in wlmap_schema::decode_objects(std::str::from_utf8(&objects)?, "seed")? {
+                serde_json::to_writer(&mut seed, &o)?;
+                seed.push(b'\n');
+            }
             write(&out.join("resolve"), &name, &seed, &mut written[2])?;
             write(&out.join("snapshot"), &name, &objects, &mut written[3])?;
         }
