@@ -828,6 +828,84 @@ fn swallowed_products_hit_the_step_budget() {
     }
 }
 
+/// `.a[f][g][h]...` visits every combination of the indices' values: the product, not the
+/// values, is what grows (found by fuzzing, round 8: the native evaluator walked 30^6
+/// combinations of a path's indices with no step spent).
+#[test]
+fn index_products_hit_the_step_budget() {
+    let idx = format!(
+        "[{}]",
+        (0..30)
+            .map(|i| i.to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let six = idx.repeat(6);
+    // (expression, whether it is a path expression)
+    let cases = [
+        (format!(".a{six} | select(false)"), true),
+        (format!("[.a{six}.b | select(false)]"), false),
+        (format!("(.a{six} | select(false)), .b"), true),
+        (format!("path(.a{six} | select(false))"), false),
+    ];
+    let limits = Limits {
+        timeout: Duration::from_secs(3600), // only the step budget may end these
+        ..Limits::default()
+    };
+    for (expr, is_path) in &cases {
+        let e = Expr::compile(expr).expect("compiles");
+        let short = &expr[expr.len() - 30..];
+        let mut runs = vec![
+            (e.evaluator(), e.eval(&Val::Null, &[], &limits)),
+            ("jaq", e.eval_interpreted(&Val::Null, &[], &limits)),
+        ];
+        if *is_path {
+            runs.push(("paths", e.paths(&Val::Null, &[], &limits).map(|_| vec![])));
+        }
+        for (evaluator, r) in runs {
+            match r {
+                Err(EvalError::Budget { which }) => assert_eq!(which, "step budget", "{short}"),
+                other => panic!("…{short} ({evaluator}): {other:?}"),
+            }
+        }
+        if let Some(r) = e.paths_json(&serde_json::Value::Null, &limits) {
+            assert!(
+                matches!(&r, Err(EvalError::Budget { which }) if which == "step budget"),
+                "…{short} (paths_json): {r:?}"
+            );
+        }
+    }
+}
+
+/// The fuzz input that found it (`expression` target, round 8: more than a minute under a
+/// 200 ms deadline). Its second line, the input, is not JSON: the target reads it as null.
+#[test]
+fn fuzz_found_index_products_end_on_the_step_budget() {
+    let text = include_str!("../testdata/index-products.fuzz");
+    let (expr, _) = text.split_once('\n').expect("EXPR\nJSON");
+    let limits = Limits {
+        max_steps: 5_000,
+        max_outputs: 1_000,
+        timeout: Duration::from_secs(3600),
+        max_len: 1 << 20,
+    };
+    let e = Expr::compile_with_vars(expr, &["parentInstance"]).expect("compiles");
+    assert_ne!(
+        e.evaluator(),
+        "jaq",
+        "the native evaluator is the one under test"
+    );
+    for r in [
+        e.eval(&Val::Null, &[Val::Null], &limits),
+        e.eval_interpreted(&Val::Null, &[Val::Null], &limits),
+    ] {
+        assert!(
+            matches!(&r, Err(EvalError::Budget { which }) if which == "step budget"),
+            "{r:?}"
+        );
+    }
+}
+
 /// The fuzz input that found it (`expression` target, a 14 s run under a 200 ms deadline).
 #[test]
 fn fuzz_found_swallowed_products_end_on_the_step_budget() {
