@@ -816,8 +816,9 @@ impl<'r> Run<'r> {
         k: &mut dyn FnMut(R<'a>) -> Flow,
     ) -> Flow {
         if let Some((first, rest)) = indices.split_first() {
-            // A step per combination: six indices of 30 values are 30^6 paths to walk, each
-            // cheap, all swallowed by a `select` (found by fuzzing).
+            // A step per index value chosen, so at least one per combination: six indices of
+            // 30 values are 30^6 paths to walk, each cheap, all swallowed by a `select` (found
+            // by fuzzing).
             for x in first {
                 self.iterated()?;
                 chosen.push(x);
