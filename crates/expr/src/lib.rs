@@ -41,7 +41,7 @@ use jaq_core::{Compiler, Ctx, Vars};
 use rewrite::{Names, Rewrite};
 use sandbox::{
     Budget, CHECKED_OPS, FORBIDDEN_VARS, FORBIDDEN_WORDS, GETPATH, PRELUDE, REMOVED_NATIVES,
-    RENAMED_NATIVES, RESERVED_PREFIX, RunData,
+    REPLACED_NATIVES, RESERVED_PREFIX, RunData,
 };
 use std::ops::Range;
 use std::sync::{Arc, OnceLock};
@@ -1057,13 +1057,7 @@ fn compile_program(
     let funs = jaq_core::funs::<Sandbox>()
         .chain(jaq_std::funs::<Sandbox>())
         .chain(jaq_json::funs::<Sandbox>())
-        .filter(|(name, _, _)| {
-            !REMOVED_NATIVES.contains(name) && *name != "range" && *name != "tojson"
-        })
-        .map(|(name, args, f)| {
-            let renamed = RENAMED_NATIVES.iter().find(|(from, _)| *from == name);
-            (renamed.map_or(name, |(_, to)| to), args, f)
-        })
+        .filter(|(name, _, _)| !REMOVED_NATIVES.contains(name) && !REPLACED_NATIVES.contains(name))
         .chain(sandbox::natives());
     let loader = Loader::new(defs);
     let arena = Arena::default();

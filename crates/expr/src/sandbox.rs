@@ -446,6 +446,41 @@ pub(crate) fn natives() -> impl Iterator<Item = Fun<Sandbox>> {
             )
         }),
     );
+    // jaq's `fromjson` reads a stream of values, and on text it cannot read it answers the
+    // same error again and again without moving on (`"1x"`: 1, then errors forever). Where
+    // errors are swallowed (`fromjson - empty`) that never ended and spent no step (found by
+    // the `expression` fuzz target). This one ends at the first error, as every consumer that
+    // sees the error does, and each value spends a step, as those of `.[]` do.
+    let fromjson: Fun<Sandbox> = (
+        "__fromjson",
+        v(0),
+        Native::new(|cv| {
+            let budget = cv.0.data().budget;
+            let text = match cv.1.try_as_utf8_bytes_owned() {
+                Ok(text) => text,
+                Err(e) => return bome(Err(e)),
+            };
+            let input = cv.1;
+            let values = jaq_json::bytes_valrs(text, move |s| {
+                Box::new(jaq_json::read::parse_many(s).map(move |r| {
+                    r.map_err(|e| {
+                        jaq_core::Error::str(format_args!("cannot parse {input} as JSON: {e}"))
+                    })
+                }))
+            });
+            let mut failed = false;
+            Box::new(values.map_while(move |r| {
+                if failed {
+                    return None;
+                }
+                let r = r
+                    .map_err(Exn::from)
+                    .and_then(|v| budget.tick().map(|()| v).map_err(budget_error));
+                failed = r.is_err();
+                Some(r)
+            }))
+        }),
+    );
     // A step; in path mode and in updates it is `.` (the rewrite puts it inside paths).
     let tick: Fun<Sandbox> = (
         "__tick",
@@ -544,6 +579,7 @@ pub(crate) fn natives() -> impl Iterator<Item = Fun<Sandbox>> {
         jsondepth,
         item,
         tree,
+        fromjson,
         refused("env", 0),
         refused("halt", 1),
         refused("stderr_empty", 0),
@@ -568,8 +604,9 @@ def getpath($path):
   else reduce $path[] as $p (.; .[$p]) end;
 "#;
 
-/// Natives that are registered under another name, behind a checked definition.
-pub(crate) const RENAMED_NATIVES: &[(&str, &str)] = &[("fromjson", "__fromjson")];
+/// jaq's natives that wlmap's own replace (`natives`): a budgeted `range/3`, a `tojson` built
+/// at most the size cap long, a `fromjson` that ends at its first error.
+pub(crate) const REPLACED_NATIVES: &[&str] = &["range", "tojson", "fromjson"];
 
 /// Definitions that put a step on every iteration of the recursive builtins.
 pub(crate) const PRELUDE: &str = r#"

@@ -435,6 +435,20 @@ fn checked_operators_keep_their_meaning() {
             r#". as {a: $x, ("b" + ""): $y} | $x + $y"#,
             json!({"a": 1, "b": 2}),
         ),
+        // wlmap's own `fromjson` (it ends at its first error) reads what jaq's reads.
+        (
+            r#".[] | [fromjson], (try fromjson catch .), [fromjson?], tonumber?"#,
+            json!([
+                "1 2 3",
+                "[1, {\"a\": 2}] \"x\"",
+                "1x",
+                "-0' @",
+                "",
+                "7",
+                "{"
+            ]),
+        ),
+        ("fromjson", json!(1)),
     ];
     for (expr, input) in cases {
         let ours = Expr::compile(expr)
@@ -918,6 +932,63 @@ fn fuzz_found_swallowed_products_end_on_the_step_budget() {
     let e = Expr::compile_with_vars(text, &["parentInstance"]).expect("compiles");
     let r = e.eval_interpreted(&Val::Null, &[Val::Null], &limits);
     assert!(on_step_budget(&r), "{r:?}");
+}
+
+/// The fuzz input that found it (`expression` target, round 9: more than two minutes under a
+/// 200 ms deadline): `tonumber` on text that is not a number, its errors swallowed by `- empty`.
+/// jaq's `fromjson` answers the same error again and again on text it cannot read. Its second
+/// line, the input, is not JSON: the target reads it as null.
+#[test]
+fn fuzz_found_endless_fromjson_errors_end() {
+    let text = include_str!("../testdata/endless-fromjson-errors.fuzz");
+    let (expr, _) = text.split_once('\n').expect("EXPR\nJSON");
+    let limits = fuzz_limits();
+    let e = Expr::compile_with_vars(expr, &["parentInstance"]).expect("compiles");
+    for r in [
+        e.eval(&Val::Null, &[Val::Null], &limits),
+        e.eval_interpreted(&Val::Null, &[Val::Null], &limits),
+    ] {
+        assert!(matches!(&r, Ok(v) if v.is_empty()), "{r:?}");
+    }
+}
+
+/// `fromjson` ends at its first error and spends a step on every value it reads: neither a
+/// swallowed error nor a long stream of values runs without the budget.
+#[test]
+fn fromjson_ends_at_its_first_error_and_spends_steps() {
+    let limits = fuzz_limits();
+    let run = |expr: &str, input: serde_json::Value| {
+        let e = Expr::compile(expr).expect("compiles");
+        e.eval(&to_val(&input), &[], &limits)
+            .map(|v| v.iter().map(from_val).collect::<Vec<_>>())
+    };
+    for expr in [
+        "fromjson - empty",
+        "tonumber - empty",
+        "[fromjson] - empty",
+        "(fromjson, 1) - empty",
+        "first(fromjson - empty, 2)",
+    ] {
+        let r = run(expr, json!("1x"));
+        assert!(r.is_ok(), "`{expr}`: {r:?}");
+    }
+    assert_eq!(
+        run("[fromjson?]", json!("1 2 x 3")).unwrap(),
+        [json!([1, 2])]
+    );
+    let message = run("fromjson", json!("1x")).unwrap_err().to_string();
+    assert!(
+        message.contains(r#"cannot parse \"1x\" as JSON"#),
+        "{message}"
+    );
+    // 10,000 values read from one string, each a step: past the 5,000 steps.
+    let ones = "1 ".repeat(10_000);
+    let r = run("fromjson | select(false)", json!(ones));
+    assert!(on_step_budget(&r), "{r:?}");
+    assert_eq!(
+        run("[fromjson] | length", json!("1 ".repeat(100))).unwrap(),
+        [json!(100)]
+    );
 }
 
 /// Ticks are `.` in path mode and in updates: the values and paths these make are unchanged.
