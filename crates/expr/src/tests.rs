@@ -907,10 +907,7 @@ fn index_products_hit_the_step_budget() {
 /// 200 ms deadline). Its second line, the input, is not JSON: the target reads it as null.
 #[test]
 fn fuzz_found_index_products_end_on_the_step_budget() {
-    let text = include_str!("../testdata/index-products.fuzz");
-    let (expr, _) = text.split_once('\n').expect("EXPR\nJSON");
-    let limits = fuzz_limits();
-    let e = Expr::compile_with_vars(expr, &["parentInstance"]).expect("compiles");
+    let (e, limits) = fuzz_input(include_str!("../testdata/index-products.fuzz"));
     assert_ne!(
         e.evaluator(),
         "jaq",
@@ -922,6 +919,14 @@ fn fuzz_found_index_products_end_on_the_step_budget() {
     ] {
         assert!(on_step_budget(&r), "{r:?}");
     }
+}
+
+/// An `expression` fuzz input (`EXPR\nJSON`, the JSON ignored: in these it is not JSON, so the
+/// target read null), compiled as the target compiles it, with the target's budgets.
+fn fuzz_input(text: &str) -> (Expr, Limits) {
+    let (expr, _) = text.split_once('\n').expect("EXPR\nJSON");
+    let e = Expr::compile_with_vars(expr, &["parentInstance"]).expect("compiles");
+    (e, fuzz_limits())
 }
 
 /// The fuzz input that found it (`expression` target, a 14 s run under a 200 ms deadline).
@@ -940,10 +945,7 @@ fn fuzz_found_swallowed_products_end_on_the_step_budget() {
 /// line, the input, is not JSON: the target reads it as null.
 #[test]
 fn fuzz_found_endless_fromjson_errors_end() {
-    let text = include_str!("../testdata/endless-fromjson-errors.fuzz");
-    let (expr, _) = text.split_once('\n').expect("EXPR\nJSON");
-    let limits = fuzz_limits();
-    let e = Expr::compile_with_vars(expr, &["parentInstance"]).expect("compiles");
+    let (e, limits) = fuzz_input(include_str!("../testdata/endless-fromjson-errors.fuzz"));
     for r in [
         e.eval(&Val::Null, &[Val::Null], &limits),
         e.eval_interpreted(&Val::Null, &[Val::Null], &limits),
