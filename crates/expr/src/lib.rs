@@ -7,9 +7,10 @@
 //!   `halt`, ...) are refused at compile time with the offending span, and are not even
 //!   registered; user `def`s are refused because they can recurse without bound;
 //! - **bounded**: every loop builtin (`range`, `repeat`, `recurse`, `while`, `until`), every
-//!   collected item and every value made by `,`, `.[]` or `..` spends from a step budget,
-//!   evaluation has a deadline, and the number of outputs is capped; an exhausted budget is an
-//!   [`EvalError::Budget`], never a hang.
+//!   collected item and every value made by `,`, `.[]` or `..` spends from a step budget, so
+//!   do builtins whose one call could do unbounded work (`indices`, `contains`, regular
+//!   expressions); evaluation has a deadline, and the number of outputs is capped; an
+//!   exhausted budget is an [`EvalError::Budget`], never a hang, and no `try` catches it.
 //!
 //! ```
 //! use wlmap_expr::{Expr, Limits, to_val};
@@ -25,6 +26,7 @@
 //! ```
 
 mod convert;
+mod costed;
 mod native;
 mod plain;
 mod rewrite;
@@ -41,7 +43,7 @@ use jaq_core::{Compiler, Ctx, Vars};
 use rewrite::{Names, Rewrite};
 use sandbox::{
     Budget, CHECKED_OPS, FORBIDDEN_VARS, FORBIDDEN_WORDS, GETPATH, PRELUDE, REMOVED_NATIVES,
-    REPLACED_NATIVES, RESERVED_PREFIX, RunData,
+    REPLACED_NATIVES, RESERVED_PREFIX, RunData, WRAPPED_NATIVES,
 };
 use std::ops::Range;
 use std::sync::{Arc, OnceLock};
@@ -1058,6 +1060,10 @@ fn compile_program(
         .chain(jaq_std::funs::<Sandbox>())
         .chain(jaq_json::funs::<Sandbox>())
         .filter(|(name, _, _)| !REMOVED_NATIVES.contains(name) && !REPLACED_NATIVES.contains(name))
+        .map(|(name, args, run)| {
+            let wrapped = WRAPPED_NATIVES.iter().find(|(jaq, _)| *jaq == name);
+            (wrapped.map_or(name, |(_, ours)| ours), args, run)
+        })
         .chain(sandbox::natives());
     let loader = Loader::new(defs);
     let arena = Arena::default();

@@ -922,6 +922,9 @@ impl<'r> Run<'r> {
     ) -> Flow {
         use serde_json::Value as J;
         match (y, idx) {
+            // An array key of two or more elements is refused in jaq (`costed::key`).
+            (_, V::O(Val::Arr(a))) if a.len() > 1 => self.bail(),
+            (_, V::J(J::Array(a))) if a.len() > 1 => self.bail(),
             (V::J(J::Null) | V::O(Val::Null), _) => self.walk(rest, vals, &V::J(&NULL), k),
             // jaq: an object has no value at a key that is not a string.
             (V::J(o @ J::Object(_)), i) => {

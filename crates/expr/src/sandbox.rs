@@ -1,6 +1,7 @@
 //! The run-time data of a sandboxed evaluation: a step budget and a deadline that the
 //! looping builtins consult, so that no expression can run unbounded.
 
+use crate::costed;
 use jaq_core::data::{DataT, HasLut};
 use jaq_core::native::{Fun, bome, v};
 use jaq_core::{Exn, Lut, Native};
@@ -244,6 +245,33 @@ impl Budget {
         Ok(())
     }
 
+    /// Spend `n` steps at once, for the work a builtin is about to do in one call: `Err` when
+    /// fewer are left (then none are spent) or the deadline has passed.
+    pub(crate) fn spend(&self, n: u64) -> Result<(), &'static str> {
+        if let Some(why) = self.exhausted.get() {
+            return Err(why);
+        }
+        let left = self.steps_left.get();
+        if n > left {
+            self.exhausted.set(Some("step budget"));
+            return Err("step budget");
+        }
+        self.steps_left.set(left - n);
+        if self.deadline.is_some_and(|d| Instant::now() > d) {
+            self.exhausted.set(Some("time budget"));
+            return Err("time budget");
+        }
+        Ok(())
+    }
+
+    /// Refuse an operation for good (`why` names the cap), as a spent budget is: later steps
+    /// fail too, and no `try` can swallow it.
+    pub(crate) fn refuse(&self, why: &'static str) -> &'static str {
+        let why = self.exhausted.get().unwrap_or(why);
+        self.exhausted.set(Some(why));
+        why
+    }
+
     /// Which budget ran out, if any.
     pub(crate) fn exhausted(&self) -> Option<&'static str> {
         self.exhausted.get()
@@ -286,10 +314,24 @@ impl<'a> HasLut<'a, Sandbox> for RunData<'a> {
     }
 }
 
-fn budget_error(why: &str) -> Exn<'static, Val> {
-    Exn::from(jaq_core::Error::new(Val::from(format!(
-        "evaluation exceeded its {why}"
-    ))))
+/// The exception of a spent budget: a halt, which jaq's `try`, `?` and `//` pass on, so the
+/// evaluation ends at once. An error would be caught where the expression swallows errors
+/// (`.a[...]??`), and the evaluation would go on to its end, doing all the work between steps
+/// that no step counts: a fuzz input ran 3 s past a 200 ms deadline after its 1,000 steps were
+/// spent (round 10). The evaluation loop reports the budget, which it reads first.
+fn budget_error(_why: &str) -> Exn<'static, Val> {
+    Exn::halt(BUDGET_HALT)
+}
+
+/// The exit code of [`budget_error`]'s halt (never seen: no halt reaches the process).
+const BUDGET_HALT: i32 = 5;
+
+/// A native's answer: its error becomes [`budget_error`]'s halt once a budget is spent.
+fn answer<'a>(r: jaq_json::ValR, budget: &Budget) -> jaq_core::ValXs<'a, Val> {
+    match r {
+        Err(_) if budget.exhausted().is_some() => Box::new(std::iter::once(Err(budget_error("")))),
+        r => bome(r),
+    }
 }
 
 /// Compact JSON of a value, built at most `budget`'s size cap long (a value that shares
@@ -324,8 +366,31 @@ fn repeat_count(n: &Val) -> Option<usize> {
     }
 }
 
-/// `l * r`, refused before allocating when it would repeat a string past the size cap.
+/// Bits a product of integers may have. `. * .` doubles a big integer's length each time,
+/// and multiplying and printing big integers grow faster than their length: thirty squarings
+/// of a 20-digit number ran for more than 30 s in one step (found by reading for single calls
+/// that outrun the budget, round 10). 65,536 bits are about 19,700 decimal digits.
+pub(crate) const MAX_INT_BITS: u64 = 1 << 16;
+
+/// The length in bits of an integer's magnitude.
+fn int_bits(v: &Val) -> Option<u64> {
+    match v {
+        Val::Num(jaq_json::Num::Int(i)) => {
+            Some(u64::from(isize::BITS - i.unsigned_abs().leading_zeros()))
+        }
+        Val::Num(jaq_json::Num::BigInt(b)) => Some(b.bits()),
+        _ => None,
+    }
+}
+
+/// `l * r`, refused before allocating when it would repeat a string past the size cap or
+/// make an integer longer than [`MAX_INT_BITS`].
 pub(crate) fn checked_mul(l: Val, r: Val, budget: &Budget) -> jaq_json::ValR {
+    if let (Some(a), Some(b)) = (int_bits(&l), int_bits(&r))
+        && a + b > MAX_INT_BITS
+    {
+        return Err(budget_value_error(budget.refuse("number size cap")));
+    }
     let grown = match (&l, &r) {
         (Val::TStr(s) | Val::BStr(s), n) | (n, Val::TStr(s) | Val::BStr(s)) => {
             repeat_count(n).map(|k| s.len().saturating_mul(k))
@@ -375,7 +440,8 @@ pub(crate) fn natives() -> impl Iterator<Item = Fun<Sandbox>> {
         Native::new(|mut cv| {
             let r = cv.0.pop_var();
             let l = cv.0.pop_var();
-            bome(checked_mul(l, r, cv.0.data().budget))
+            let budget = cv.0.data().budget;
+            answer(checked_mul(l, r, budget), budget)
         }),
     );
     let add: Fun<Sandbox> = (
@@ -384,20 +450,22 @@ pub(crate) fn natives() -> impl Iterator<Item = Fun<Sandbox>> {
         Native::new(|mut cv| {
             let r = cv.0.pop_var();
             let l = cv.0.pop_var();
-            bome(checked_add(l, r, cv.0.data().budget))
+            let budget = cv.0.data().budget;
+            answer(checked_add(l, r, budget), budget)
         }),
     );
     let tostr: Fun<Sandbox> = (
         "__tostr",
         v(0),
         Native::new(|cv| {
+            let budget = cv.0.data().budget;
             let r = match cv.1 {
                 Val::TStr(s) | Val::BStr(s) => Ok(Val::TStr(s)),
-                other => bounded_json(&other, cv.0.data().budget)
+                other => bounded_json(&other, budget)
                     .map(Val::utf8_str)
                     .map_err(budget_value_error),
             };
-            bome(r)
+            answer(r, budget)
         }),
     );
     let jsondepth: Fun<Sandbox> = (
@@ -424,26 +492,25 @@ pub(crate) fn natives() -> impl Iterator<Item = Fun<Sandbox>> {
                 .tick()
                 .and_then(|()| budget.keep(&cv.1))
                 .map(|()| cv.1);
-            bome(r.map_err(budget_value_error))
+            answer(r.map_err(budget_value_error), budget)
         }),
     );
     let tree: Fun<Sandbox> = (
         "__tree",
         v(0),
         Native::new(|cv| {
-            let r = cv.0.data().budget.check_shape(&cv.1).map(|()| cv.1);
-            bome(r.map_err(budget_value_error))
+            let budget = cv.0.data().budget;
+            let r = budget.check_shape(&cv.1).map(|()| cv.1);
+            answer(r.map_err(budget_value_error), budget)
         }),
     );
     let tojson: Fun<Sandbox> = (
         "tojson",
         v(0),
         Native::new(|cv| {
-            bome(
-                bounded_json(&cv.1, cv.0.data().budget)
-                    .map(Val::utf8_str)
-                    .map_err(budget_value_error),
-            )
+            let budget = cv.0.data().budget;
+            let r = bounded_json(&cv.1, budget).map(Val::utf8_str);
+            answer(r.map_err(budget_value_error), budget)
         }),
     );
     // jaq's `fromjson` reads a stream of values, and on text it cannot read it answers the
@@ -479,6 +546,50 @@ pub(crate) fn natives() -> impl Iterator<Item = Fun<Sandbox>> {
                 failed = r.is_err();
                 Some(r)
             }))
+        }),
+    );
+    // Builtins whose one call could do unbounded work (`costed.rs`).
+    let indices: Fun<Sandbox> = (
+        "indices",
+        v(1),
+        Native::new(|mut cv| {
+            let y = cv.0.pop_var();
+            let budget = cv.0.data().budget;
+            answer(costed::indices(&cv.1, &y, budget), budget)
+        }),
+    );
+    let contains: Fun<Sandbox> = (
+        "contains",
+        v(1),
+        Native::new(|mut cv| {
+            let y = cv.0.pop_var();
+            let budget = cv.0.data().budget;
+            let r = costed::contains(&cv.1, &y, budget);
+            answer(r.map(Val::from).map_err(budget_value_error), budget)
+        }),
+    );
+    let key: Fun<Sandbox> = ("__key", v(0), Native::new(|cv| bome(costed::key(cv.1))));
+    let regex_cost: Fun<Sandbox> = (
+        "__regex_cost",
+        v(2),
+        Native::new(|mut cv| {
+            let flags = cv.0.pop_var();
+            let re = cv.0.pop_var();
+            let budget = cv.0.data().budget;
+            let steps = match (&cv.1, &re, &flags) {
+                (
+                    Val::TStr(t) | Val::BStr(t),
+                    Val::TStr(re) | Val::BStr(re),
+                    Val::TStr(f) | Val::BStr(f),
+                ) => Some(costed::regex_steps(t, re, f)),
+                // Not strings: jaq's own regex builtin says what is wrong.
+                _ => None,
+            };
+            let r = match steps {
+                Some(n) => budget.spend(n).map(|()| cv.1).map_err(budget_value_error),
+                None => Ok(cv.1),
+            };
+            answer(r, budget)
         }),
     );
     // A step; in path mode and in updates it is `.` (the rewrite puts it inside paths).
@@ -580,6 +691,10 @@ pub(crate) fn natives() -> impl Iterator<Item = Fun<Sandbox>> {
         item,
         tree,
         fromjson,
+        indices,
+        contains,
+        key,
+        regex_cost,
         refused("env", 0),
         refused("halt", 1),
         refused("stderr_empty", 0),
@@ -594,7 +709,22 @@ pub(crate) const CHECKED_OPS: &str = r#"
 def __mul(l; r): l as $__l | r as $__r | __mulv($__l; $__r);
 def __add(l; r): l as $__l | r as $__r | __addv($__l; $__r);
 def fromjson: __jsondepth | __fromjson;
+def has($k): __has($k | __key);
+def matches($re; $flags): __regex_cost($re; $flags) | __matches($re; $flags);
+def split_matches($re; $flags): __regex_cost($re; $flags) | __split_matches($re; $flags);
+def split_($re; $flags): __regex_cost($re; $flags) | __split_($re; $flags);
 "#;
+
+/// jaq's natives that run as they are, but only behind wlmap's definitions of the same name
+/// in [`CHECKED_OPS`], which check what they are given: (jaq's name, the name it gets).
+/// `has` with an array key searches like `.[[a, b]]`; a regular expression spends its work
+/// first (`costed.rs`).
+pub(crate) const WRAPPED_NATIVES: &[(&str, &str)] = &[
+    ("has", "__has"),
+    ("matches", "__matches"),
+    ("split_matches", "__split_matches"),
+    ("split_", "__split_"),
+];
 
 /// Replaces jaq's own `getpath` (which `setpath`, `delpaths` and `fromstream` use): a path of
 /// 100,000 keys would build a value nested as deep in one update.
@@ -605,8 +735,10 @@ def getpath($path):
 "#;
 
 /// jaq's natives that wlmap's own replace (`natives`): a budgeted `range/3`, a `tojson` built
-/// at most the size cap long, a `fromjson` that ends at its first error.
-pub(crate) const REPLACED_NATIVES: &[&str] = &["range", "tojson", "fromjson"];
+/// at most the size cap long, a `fromjson` that ends at its first error, an `indices` in
+/// linear work and a `contains` that spends a step per pair of elements compared.
+pub(crate) const REPLACED_NATIVES: &[&str] =
+    &["range", "tojson", "fromjson", "indices", "contains"];
 
 /// Definitions that put a step on every iteration of the recursive builtins.
 pub(crate) const PRELUDE: &str = r#"

@@ -449,6 +449,48 @@ fn checked_operators_keep_their_meaning() {
             ]),
         ),
         ("fromjson", json!(1)),
+        // wlmap's own `indices` and `contains`, and the checked `has`, keys and regexes.
+        (
+            r#"indices("a"), indices("ab"), indices(""), indices("bä"), index("b"), rindex("b")"#,
+            json!("aXabab äbäbä ab"),
+        ),
+        (
+            "indices([1, 2, 1]), indices(1), indices([]), indices([1]), .[[1]], .[[]]",
+            json!([1, 2, 1, 2, 1]),
+        ),
+        (r#"tobytes | indices("ab" | tobytes)"#, json!("abab")),
+        ("indices(1)", json!("a1")),
+        (r#"[indices("a", "b")]"#, json!("abab")),
+        (
+            r#"contains("b"), contains(["b"]), ([[1, 2], "ab"] | contains([[1], "b"])), inside("xaby")"#,
+            json!("ab"),
+        ),
+        (
+            r#"contains({a: [2]}), contains({a: [3]}), contains({b: null}), contains(1), ([1, 1] | contains([1, 1, 1]))"#,
+            json!({"a": [1, 2], "c": "x"}),
+        ),
+        (
+            r#"has("a"), has("b"), ([1, 2] | has(0), has(5)), (.[.k])"#,
+            json!({"a": 1, "k": "a"}),
+        ),
+        (
+            r#"[.[] | .[[]]?, .[[1]]?]"#,
+            json!([null, [1, 1], {"a": 1}]),
+        ),
+        (
+            r#"test("A"; "i"), [match("a"; "g") | .offset], [scan("(a)(b)?")], split(", *"; null), [splits("a")], capture("(?<n>b+)")"#,
+            json!("abba, ab,a"),
+        ),
+        (
+            r#"[match("a", "b"; "g", "")] | map(.offset)"#,
+            json!("abab"),
+        ),
+        (r#"test("a"), test(1)"#, json!("a")),
+        (r#"test("a")"#, json!(1)),
+        (
+            "12345678901234567890 * 98765432109876543210, (. * 3 | . * .)",
+            json!(4611686018427387904u64),
+        ),
     ];
     for (expr, input) in cases {
         let ours = Expr::compile(expr)
@@ -924,7 +966,8 @@ fn fuzz_found_index_products_end_on_the_step_budget() {
 /// An `expression` fuzz input (`EXPR\nJSON`, the JSON ignored: in these it is not JSON, so the
 /// target read null), compiled as the target compiles it, with the target's budgets.
 fn fuzz_input(text: &str) -> (Expr, Limits) {
-    let (expr, _) = text.split_once('\n').expect("EXPR\nJSON");
+    // As the target reads it: without a second line, the input is null.
+    let (expr, _) = text.split_once('\n').unwrap_or((text, "null"));
     let e = Expr::compile_with_vars(expr, &["parentInstance"]).expect("compiles");
     (e, fuzz_limits())
 }
@@ -1022,5 +1065,143 @@ fn ticked_terms_keep_paths_and_updates() {
             Ok(vec![want]),
             "{expr}"
         );
+    }
+}
+
+/// One builtin call cannot outrun the budget (`costed.rs`): each of these ran for seconds or
+/// minutes, or took a gigabyte, in one call on a string of 0.4-1 MB under a 200 ms deadline, where the
+/// budget was only consulted between values. Each now ends on the step budget or is refused;
+/// the same builtins on ordinary values keep their answers (above and below).
+#[test]
+fn one_builtin_call_cannot_outrun_the_budget() {
+    let limits = fuzz_limits();
+    let run = |expr: &str| {
+        let e = Expr::compile(expr).expect("compiles");
+        e.eval(&Val::Null, &[], &limits)
+            .map(|v| v.iter().map(from_val).collect::<Vec<_>>())
+    };
+    for expr in [
+        // 14 s: every window of 500,000 bytes compared.
+        r#"("a" * 1000000) | indices("a" * 500000) | length"#,
+        // 29 s and more than 30 s: a regex program of 1,500 and 2,000 units on 10^6 bytes.
+        r#""a" * 1000000 | test("[a-z]{100}[0-9]")"#,
+        r#""a" * 1000000 | test("(a|b){200}x")"#,
+        // 6 s and 1 GB, 7 s and 1 GB: a match object for every position.
+        r#""a" * 1000000 | [match(""; "g")] | length"#,
+        r#""a" * 1000000 | gsub("a"; "bb") | length"#,
+        r#""a" * 1000000 | [scan(".")] | length"#,
+        // 2,000 elements against 10^6 that never match: 2 * 10^9 comparisons.
+        r#"[range(2000)] as $r | "a" * 1000000 | explode | contains($r)"#,
+    ] {
+        let r = run(expr);
+        assert!(on_step_budget(&r), "`{expr}`: {r:?}");
+    }
+    // More than 30 s: thirty squarings of a 20-digit integer, its length doubling each time.
+    let r = run("reduce range(30) as $i (12345678901234567890; . * .) | tostring | length");
+    assert!(
+        matches!(&r, Err(EvalError::Budget { which }) if which == "number size cap"),
+        "{r:?}"
+    );
+    // Products up to the cap keep jaq's exact answer.
+    assert_eq!(
+        run("reduce range(10) as $i (3; . * .) | tostring | length").unwrap(),
+        [json!(489)]
+    );
+    // Minutes: every window of the array compared with a key of 200,000 elements.
+    for expr in [
+        r#""a" * 400000 | explode | .[.[:200000]] | length"#,
+        r#""a" * 400000 | explode | has(.[:2])"#,
+        r#"[1, 2] as $k | [1, 2, 1, 2] | getpath([$k])"#,
+    ] {
+        let message = run(expr).unwrap_err().to_string();
+        assert!(
+            message.contains("an array as an index"),
+            "`{expr}`: {message}"
+        );
+    }
+    // The same builtins on a label-sized string cost a few steps.
+    let label = r#""worker-0-abc" * 5"#;
+    for (expr, want) in [
+        (
+            format!(r#"{label} | test("^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")"#),
+            json!(true),
+        ),
+        (
+            format!(r#"{label} | [match("-"; "g")] | length"#),
+            json!(10),
+        ),
+        (format!(r#"{label} | indices("abc") | length"#), json!(5)),
+        (format!(r#"{label} | contains("0-abcw")"#), json!(true)),
+        (r#""a" * 1000 | test("a{3}")"#.to_string(), json!(true)),
+    ] {
+        assert_eq!(run(&expr).unwrap(), [want], "{expr}");
+    }
+}
+
+proptest::proptest! {
+    // Each case compiles five expressions in both: 64 cases cover the three-letter alphabet.
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+    /// `indices` and `contains` are jaq's on strings with multi-byte characters and on arrays
+    /// (overlapping occurrences, empty needles, needles longer than the text).
+    #[test]
+    fn indices_and_contains_are_jaqs(
+        hay in proptest::collection::vec(proptest::sample::select(vec!["a", "ä", "b"]), 0..12),
+        needle in proptest::collection::vec(proptest::sample::select(vec!["a", "ä", "b"]), 0..4),
+    ) {
+        let (h, n) = (hay.concat(), needle.concat());
+        let arr = |v: &Vec<&str>| serde_json::to_string(v).unwrap();
+        for (expr, input) in [
+            (format!("indices({})", json!(n)), json!(h)),
+            (format!("contains({})", json!(n)), json!(h)),
+            (format!("indices({})", arr(&needle)), json!(hay)),
+            (format!("contains({})", arr(&needle)), json!(hay)),
+            (format!("tobytes | indices({} | tobytes)", json!(n)), json!(h)),
+        ] {
+            let ours = eval(&expr, input.clone()).map_err(|e| e.to_string());
+            let theirs = plain_jaq(&expr, input);
+            proptest::prop_assert_eq!(ours.ok(), theirs.ok(), "{}", expr);
+        }
+    }
+}
+
+/// The fuzz input that found it (`expression` target, round 10: 2.2 s under a 200 ms deadline
+/// with 1 step of budget, all of it before the first step): indices nested in indices, which
+/// jaq builds again for every combination. Building a computed index now spends a step.
+#[test]
+fn fuzz_found_unticked_index_builds_end_on_the_step_budget() {
+    let (e, limits) = fuzz_input(include_str!("../testdata/unticked-index-builds.fuzz"));
+    let limits = Limits {
+        max_steps: 1_000,
+        ..limits
+    };
+    let r = e.eval(&Val::Null, &[Val::Null], &limits);
+    assert!(on_step_budget(&r), "{r:?}");
+    // The family it belongs to: 20 levels deep, 3^20 builds before.
+    let mut nested = ".a".to_string();
+    for _ in 0..20 {
+        nested = format!(".a[{nested}, .b:.c, .d]");
+    }
+    let e = Expr::compile(&nested).expect("compiles");
+    let r = e.eval(&Val::Null, &[], &limits);
+    assert!(on_step_budget(&r), "{r:?}");
+}
+
+/// A spent budget ends the evaluation at once: no `try`, `?` or `//` lets it go on.
+#[test]
+fn a_spent_budget_is_not_caught() {
+    let limits = Limits {
+        max_steps: 100,
+        ..Limits::default()
+    };
+    for expr in [
+        "[range(1000)] | length",
+        "[try (range(1000) | tostring) catch 0] | length",
+        "first(range(1000) | select(false))?, 1",
+        "(last(range(1000)) // 1), 2",
+        "[.[]?, (range(1000) | [.]?)] | length",
+    ] {
+        let e = Expr::compile(expr).expect("compiles");
+        let r = e.eval(&Val::Null, &[], &limits);
+        assert!(on_step_budget(&r), "`{expr}`: {r:?}");
     }
 }
