@@ -314,11 +314,11 @@ impl<'a> HasLut<'a, Sandbox> for RunData<'a> {
     }
 }
 
-/// The exception of a spent budget: a halt, which jaq's `try`, `?` and `//` pass on, so the
-/// evaluation ends at once. An error would be caught where the expression swallows errors
-/// (`.a[...]??`), and the evaluation would go on to its end, doing all the work between steps
-/// that no step counts: a fuzz input ran 3 s past a 200 ms deadline after its 1,000 steps were
-/// spent (round 10). The evaluation loop reports the budget, which it reads first.
+/// The exception of a spent budget (which one is in [`Budget::exhausted`], `_why` only names
+/// it at the call site): a halt, which jaq's `try` and `?` pass on, so the evaluation ends at
+/// once. An error would be caught where the expression catches errors, and the catch handler
+/// and everything after it would still run, each later step failing, until the evaluation got
+/// to its end. The evaluation loop reads the budget first and reports it.
 fn budget_error(_why: &str) -> Exn<'static, Val> {
     Exn::halt(BUDGET_HALT)
 }
