@@ -1,0 +1,284 @@
+#!/usr/bin/env python3
+"""Seeds for the `definition` target from the Karta CRD's schema: every object of the format,
+with every field set, and with each field missing, doubled, null, of the wrong type, or the
+object written as a sequence.
+
+    python3 fuzz/schema_seeds.py [OUT_DIR=fuzz/corpus/definition]
+
+It also writes the catalog's definitions as JSON and as a `List` (`fuzz_seed` writes them as
+YAML).
+
+Why: the catalog seeds use the fields the catalog needs. Late in a run the `definition` target
+was still finding, a few a minute, branches of the strict decoders for fields no seed sets (a
+duplicate `podGroups`, a `null` `topologyName`), each per reader (the fast YAML reader and
+serde-saphyr). Byte mutations rarely spell a nested field name under the right parent, so the
+seeds spell each one once, in each form `decode` reads: plain YAML (the fast reader's subset,
+which serde-saphyr reads too), JSON and a YAML `List`. The varied object is placed at its own
+path in a small valid definition. The schema is read from the checked-in CRD
+(`crates/schema/crd/kartas.run.ai.yaml`, generated from the Rust types), so the seeds follow the
+format as it changes.
+"""
+import copy
+import json
+import pathlib
+import re
+import sys
+
+import yaml
+
+HERE = pathlib.Path(__file__).resolve().parent
+CRD = HERE.parent / "crates/schema/crd/kartas.run.ai.yaml"
+
+# A plausible value for a string field, by its name: expressions get a jq path, names the root
+# component's name (so `ownerRef` and `componentName` refer to something that exists).
+STRINGS = {
+    "apiVersion": "run.ai/v1alpha1", "kind": "W", "group": "g", "version": "v1",
+    "name": "w", "ownerRef": "w", "componentName": "w", "status": "True", "byPhase": "Running",
+    "type": "Ready", "expectedResult": "True", "reason": "a", "value": "true",
+    "statusFieldName": "status", "typeFieldName": "type", "reasonFieldName": "reason",
+    "messageFieldName": "message", "topologyName": "t", "preferredTopologyLevel": "zone",
+    "requiredTopologyLevel": "rack",
+}
+
+
+def string_for(name):
+    return STRINGS.get(name, ".spec")
+
+
+def minimal(schema, name):
+    """The smallest value the schema allows: required fields only."""
+    t = schema.get("type")
+    if "properties" in schema:
+        return {k: minimal(schema["properties"][k], k) for k in schema.get("required", [])}
+    if t == "array":
+        return []
+    if t == "object":
+        return {}
+    return scalar(schema, name)
+
+
+def scalar(schema, name):
+    t = schema.get("type")
+    if t == "string":
+        return string_for(name)
+    if t == "boolean":
+        return True
+    if t in ("integer", "number"):
+        return 1
+    return {}
+
+
+def full(schema, name):
+    """Every field of this object set; objects below it minimal, arrays with one element."""
+    if "properties" in schema:
+        return {k: one_level(v, k) for k, v in schema["properties"].items()}
+    return one_level(schema, name)
+
+
+def one_level(schema, name):
+    t = schema.get("type")
+    if "properties" in schema:  # its scalar fields set, the objects below it minimal
+        props = schema["properties"]
+        out = minimal(schema, name)
+        for k, v in props.items():
+            if "properties" not in v and v.get("type") not in ("array", "object"):
+                out[k] = scalar(v, k)
+        return out
+    if t == "array":
+        return [minimal(schema["items"], name)]
+    if "additionalProperties" in schema:
+        return {"app": minimal(schema["additionalProperties"], name)}
+    return scalar(schema, name)
+
+
+def wrong(schema, name):
+    """A value of another type than the field's."""
+    t = schema.get("type")
+    if "properties" in schema or t == "array" or "additionalProperties" in schema:
+        return "a"
+    if t == "string":
+        return {"a": 1}
+    return "a"
+
+
+def objects(schema, path=()):
+    """(path, schema) of every object with properties; arrays' items at index 0."""
+    if "properties" in schema:
+        yield path, schema
+        for k, v in schema["properties"].items():
+            yield from objects(v, path + (k,))
+    elif schema.get("type") == "array":
+        yield from objects(schema["items"], path + (0,))
+    elif "additionalProperties" in schema:
+        yield from objects(schema["additionalProperties"], path + ("app",))
+
+
+# The smallest valid definition (a root with a pod template and a status mapping, one child):
+# each seed changes one object in it, so the rest still validates and compiles.
+BASE = {
+    "apiVersion": "run.ai/v1alpha1",
+    "kind": "Karta",
+    "metadata": {"name": "seed"},
+    "spec": {"structureDefinition": {
+        "rootComponent": {
+            "name": "w",
+            "kind": {"group": "g", "version": "v1", "kind": "W"},
+            "specDefinition": {"podTemplateSpecPath": ".spec.template"},
+            "statusDefinition": {
+                "conditionsDefinition": {"path": ".status.conditions", "typeFieldName": "type",
+                                         "statusFieldName": "status"},
+                "statusMappings": {"running": [{"byConditions": [
+                    {"type": "Ready", "status": "True"}]}]},
+            },
+        },
+        "childComponents": [{
+            "name": "c",
+            "kind": {"group": "g", "version": "v1", "kind": "C"},
+            "ownerRef": "w",
+            "specDefinition": {"podTemplateSpecPath": ".spec.template"},
+        }],
+    }},
+}
+
+
+def place(root_schema, path, node):
+    """BASE with `node` at `path` (the objects on the way created minimal where BASE has none)."""
+    if not path:
+        return node
+    doc = copy.deepcopy(BASE)
+    at, schema = doc, root_schema
+    for i, step in enumerate(path):
+        last = i == len(path) - 1
+        if step == 0:
+            schema = schema["items"]
+            if not at:
+                at.append(minimal(schema, ""))
+            if last:
+                at[0] = node
+            at = at[0]
+        else:
+            schema = (schema["properties"][step] if "properties" in schema
+                      else schema["additionalProperties"])
+            if last:
+                at[step] = node
+            elif step not in at or not isinstance(at[step], (dict, list)):
+                at[step] = [] if schema.get("type") == "array" else minimal(schema, step)
+            at = at[step]
+    return doc
+
+
+PLAIN = re.compile(r"^[A-Za-z./_][A-Za-z0-9./_-]*$")
+SPECIAL = {"true", "false", "null", "yes", "no", "on", "off", "y", "n", "~"}
+
+
+def emit_scalar(v):
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return json.dumps(v)
+    if PLAIN.match(v) and v.lower() not in SPECIAL:
+        return v
+    return json.dumps(v)
+
+
+def emit(v, indent=0, dup=None):
+    """Block YAML. `dup` = (object, key): that object's key is written twice."""
+    pad = " " * indent
+    lines = []
+    if isinstance(v, dict):
+        if not v:
+            return [pad + "{}"]
+        items = list(v.items())
+        if dup is not None and dup[0] is v:
+            items.append((dup[1], v[dup[1]]))
+        for k, x in items:
+            if isinstance(x, (dict, list)) and x:
+                lines.append(f"{pad}{k}:")
+                lines += emit(x, indent + 2, dup)
+            else:
+                lines.append(f"{pad}{k}: {emit_value_inline(x)}")
+    elif isinstance(v, list):
+        if not v:
+            return [pad + "[]"]
+        for x in v:
+            if isinstance(x, (dict, list)) and x:
+                sub = emit(x, indent + 2, dup)
+                lines.append(f"{pad}- {sub[0].lstrip()}")
+                lines += sub[1:]
+            else:
+                lines.append(f"{pad}- {emit_value_inline(x)}")
+    else:
+        lines.append(pad + emit_scalar(v))
+    return lines
+
+
+def emit_value_inline(x):
+    if isinstance(x, dict):
+        return "{}"
+    if isinstance(x, list):
+        return "[]"
+    return emit_scalar(x)
+
+
+def seeds():
+    crd = yaml.safe_load(CRD.read_text())
+    root = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    for path, schema in objects(root):
+        where = ".".join(str(p) for p in path) or "root"
+        node = full(schema, path[-1] if path else "")
+        yield f"{where}.full", place(root, path, node), None
+        unknown = dict(node, zzUnknownField="a")
+        yield f"{where}.unknown", place(root, path, unknown), None
+        yield f"{where}.as-sequence", place(root, path, list(node.values()) or ["a"]), None
+        for k, v in schema["properties"].items():
+            without = {f: x for f, x in node.items() if f != k}
+            yield f"{where}.{k}.missing", place(root, path, without), None
+            yield f"{where}.{k}.null", place(root, path, dict(node, **{k: None})), None
+            yield f"{where}.{k}.wrong-type", place(root, path, dict(node, **{k: wrong(v, k)})), None
+            doubled = dict(node)
+            yield f"{where}.{k}.twice", place(root, path, doubled), (doubled, k)
+
+
+def emit_json(v, dup=None):
+    """One-line JSON; `dup` as in `emit`."""
+    if isinstance(v, dict):
+        items = list(v.items())
+        if dup is not None and dup[0] is v:
+            items.append((dup[1], v[dup[1]]))
+        return "{" + ",".join(f"{json.dumps(k)}:{emit_json(x, dup)}" for k, x in items) + "}"
+    if isinstance(v, list):
+        return "[" + ",".join(emit_json(x, dup) for x in v) + "]"
+    return json.dumps(v)
+
+
+def forms(doc, dup):
+    """The text of a seed in each way `decode` reads a definition: plain YAML (the fast reader,
+    and serde-saphyr), JSON (serde_json on the text) and a YAML `List` (serde-saphyr into JSON
+    values, then serde_json from the value). Each is its own instance of the decoders."""
+    yield "", "\n".join(emit(doc, 0, dup)) + "\n"
+    yield ".json", emit_json(doc, dup) + "\n"
+    wrapped = {"apiVersion": "v1", "kind": "List", "items": [doc]}
+    yield ".list", "\n".join(emit(wrapped, 0, dup)) + "\n"
+
+
+def main():
+    out = pathlib.Path(sys.argv[1]) if len(sys.argv) > 1 else HERE / "corpus/definition"
+    out.mkdir(parents=True, exist_ok=True)
+    n = 0
+    for name, doc, dup in seeds():
+        for suffix, text in forms(doc, dup):
+            (out / f"schema-{name}{suffix}").write_text(text)
+            n += 1
+    # The catalog's definitions (fuzz_seed writes them as YAML) in the other two forms.
+    for path in sorted((HERE.parent / "crates/catalog/definitions").glob("*.yaml")):
+        for doc in yaml.safe_load_all(path.read_text()):
+            for suffix, text in list(forms(doc, None))[1:]:
+                (out / f"catalog-{path.stem}{suffix}").write_text(text)
+                n += 1
+    print(f"wrote {n} seeds from {CRD.name} and the catalog to {out}")
+
+
+if __name__ == "__main__":
+    main()
