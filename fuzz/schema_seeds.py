@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Seeds for the `definition` target from the Karta CRD's schema: every object of the format,
-with every field set, and with each field missing, doubled, null, of the wrong type, or the
-object written as a sequence.
+with every field set, and with each field missing, doubled, null, given a value of each kind
+(bool, numbers, string, lists, maps), or the object written as a sequence of each length.
 
     python3 fuzz/schema_seeds.py [OUT_DIR=fuzz/corpus/definition]
 
@@ -99,6 +99,13 @@ def wrong(schema, name):
     if t == "string":
         return {"a": 1}
     return "a"
+
+
+# A value of each kind YAML and JSON have: each field is given each one in turn. A derived
+# decoder has a branch per kind a field's visitor is handed (a string where a list goes, a
+# negative number where a string goes), in each reader: `wrong-type` alone reaches one of them.
+KINDS = {"bool": True, "int": 1, "negative": -1, "float": 1.5, "string": "a", "empty-list": [],
+         "list": ["a"], "empty-map": {}, "map": {"a": "a"}}
 
 
 def objects(schema, path=()):
@@ -232,11 +239,29 @@ def seeds():
         unknown = dict(node, zzUnknownField="a")
         yield f"{where}.unknown", place(root, path, unknown), None
         yield f"{where}.as-sequence", place(root, path, list(node.values()) or ["a"]), None
+        # A struct read from a sequence takes its fields in order, each length stops elsewhere.
+        values = list(node.values())
+        for n in range(len(values) + 2):
+            prefix = (values + ["a"])[:n]
+            yield f"{where}.as-sequence-{n}", place(root, path, prefix), None
         for k, v in schema["properties"].items():
             without = {f: x for f, x in node.items() if f != k}
             yield f"{where}.{k}.missing", place(root, path, without), None
             yield f"{where}.{k}.null", place(root, path, dict(node, **{k: None})), None
             yield f"{where}.{k}.wrong-type", place(root, path, dict(node, **{k: wrong(v, k)})), None
+            for kind, value in KINDS.items():
+                yield f"{where}.{k}.{kind}", place(root, path, dict(node, **{k: value})), None
+            # Several elements, and a bad one after good ones: what a decoder allocated for
+            # the elements before an error is dropped, at each kind of element.
+            if v.get("type") == "array" or "additionalProperties" in v:
+                item = minimal(v.get("items") or v["additionalProperties"], k)
+                for n in (2, 5):
+                    for bad in (False, True):
+                        elems = [item] * n + (["a"] if bad else [])
+                        value = elems if v.get("type") == "array" else {
+                            f"k{i}": e for i, e in enumerate(elems)}
+                        name = f"{where}.{k}.{n}{'-then-bad' if bad else ''}"
+                        yield name, place(root, path, dict(node, **{k: value})), None
             doubled = dict(node)
             yield f"{where}.{k}.twice", place(root, path, doubled), (doubled, k)
 

@@ -44,8 +44,8 @@ pub fn split_expression(data: &[u8]) -> Option<(&str, &str)> {
 }
 
 /// Resolve, read status, attribute, compute gangs and update one workload; every step may
-/// fail with an error, none may panic, and an update must be idempotent and must not write
-/// nulls.
+/// fail with an error, none may panic, and an update must be idempotent, must not write
+/// nulls, and must write nothing when it fails.
 pub fn exercise(def: &Definition, root: Object, others: &[Object]) {
     let refs = wlmap_engine::ObjectsProvider(others);
     let Ok(mut w) = wlmap_engine::resolve_with(def, &root, &refs) else {
@@ -61,7 +61,9 @@ pub fn exercise(def: &Definition, root: Object, others: &[Object]) {
     u.scheduler_name = Some("fuzz-scheduler".into());
     u.labels.insert("fuzz".into(), "yes".into());
     let mut once = root.json().clone();
-    if wlmap_engine::update(def, &mut once, &Target::all(), &u).is_ok() {
+    if wlmap_engine::update(def, &mut once, &Target::all(), &u).is_err() {
+        assert_eq!(&once, root.json(), "an update that failed wrote something");
+    } else {
         let mut twice = once.clone();
         let again = wlmap_engine::update(def, &mut twice, &Target::all(), &u)
             .expect("an update that applied once applies again");

@@ -3,7 +3,9 @@
 //! Writes go through the paths the definition's expressions designate (`path(EXPR)`), so a
 //! definition that reads `.spec.replicatedJobs[].template.spec.template` writes exactly there.
 //! Only the asked fields change: a value equal to the current one is not written, missing
-//! parents are created as objects, and nothing is ever set to null.
+//! parents are created as objects, and nothing is ever set to null. A write never changes the
+//! kind of a value (a string where an object is, an object where a list is): that is an error,
+//! and an update that fails leaves the object as it was.
 
 use crate::definition::{Definition, SpecShape};
 use crate::error::{Error, Result};
@@ -106,7 +108,9 @@ pub struct UpdateReport {
     pub templates: usize,
 }
 
-/// Apply an update to a workload object (in place) through a definition.
+/// Apply an update to a workload object (in place) through a definition. All or nothing:
+/// on an error (a field the definition has no path for, a path through a value of another
+/// kind) the object is left as it was.
 ///
 /// ```
 /// let def = wlmap_engine::Definition::compile(wlmap_schema::Karta::example(), wlmap_engine::Origin::Catalog).unwrap();
@@ -123,7 +127,82 @@ pub fn update(
     target: &Target,
     u: &PodUpdate,
 ) -> Result<UpdateReport> {
-    let mut report = UpdateReport::default();
+    all_or_nothing(doc, |doc, log| update_in_place(def, doc, target, u, log))
+}
+
+/// Run `f` on `doc`, and put `doc` back as it was if `f` fails: an update stops at its first
+/// error, and what it wrote before (other components, other instances) must not stay half
+/// done. Each write logs how to undo it (the value it replaced, moved out, or the key it
+/// added), so success costs no copy of the object.
+fn all_or_nothing(
+    doc: &mut Value,
+    f: impl FnOnce(&mut Value, &mut Log) -> Result<()>,
+) -> Result<UpdateReport> {
+    let mut log = Log::default();
+    match f(doc, &mut log) {
+        Ok(()) => Ok(log.report),
+        Err(e) => {
+            log.undo(doc);
+            Err(e)
+        }
+    }
+}
+
+/// What an update did so far, and how to undo it.
+#[derive(Default)]
+struct Log {
+    report: UpdateReport,
+    /// Per write, in order: the path of the first place it changed, and what was there
+    /// (`None`: nothing, the write added that key or element).
+    undo: Vec<(Vec<Value>, Option<Value>)>,
+}
+
+impl Log {
+    /// Undo every write, last first.
+    fn undo(self, doc: &mut Value) {
+        for (path, old) in self.undo.into_iter().rev() {
+            let (parent, last) = match (old, path.split_last()) {
+                (Some(v), _) => {
+                    if let Some(at) = get_mut(doc, &path) {
+                        *at = v;
+                    }
+                    continue;
+                }
+                (None, Some((last, parent))) => (parent, last),
+                (None, None) => continue,
+            };
+            match (get_mut(doc, parent), last) {
+                (Some(Value::Object(m)), Value::String(k)) => {
+                    m.shift_remove(k.as_str());
+                }
+                (Some(Value::Array(a)), _) => {
+                    a.pop(); // an element is only ever appended
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+fn get_mut<'a>(doc: &'a mut Value, path: &[Value]) -> Option<&'a mut Value> {
+    let mut at = doc;
+    for seg in path {
+        at = match seg {
+            Value::String(k) => at.get_mut(k.as_str())?,
+            Value::Number(n) => at.get_mut(usize::try_from(n.as_u64()?).ok()?)?,
+            _ => return None,
+        };
+    }
+    Some(at)
+}
+
+fn update_in_place(
+    def: &Definition,
+    doc: &mut Value,
+    target: &Target,
+    u: &PodUpdate,
+    log: &mut Log,
+) -> Result<()> {
     let mut matched_component = false;
     for c in &def.components {
         let Some(shape) = &c.spec else { continue };
@@ -147,8 +226,8 @@ pub fn update(
             (SpecShape::Template(_), Paths::Template(paths)) => {
                 for (i, p) in paths.into_iter().enumerate() {
                     if keep(i) {
-                        report.templates += 1;
-                        apply_template(doc, &p, &p, u, &mut report, &name)?;
+                        log.report.templates += 1;
+                        apply_template(doc, &p, &p, u, log, &name)?;
                     }
                 }
             }
@@ -157,12 +236,12 @@ pub fn update(
                     if !keep(i) {
                         continue;
                     }
-                    report.templates += 1;
+                    log.report.templates += 1;
                     let meta = metas.as_ref().and_then(|m| m.get(i).cloned());
                     if meta.is_none() && (!u.labels.is_empty() || !u.annotations.is_empty()) {
                         return Err(Error::Update { component: name, message: "the definition has no metadataPath, so labels and annotations cannot be set".into() });
                     }
-                    apply_spec_parts(doc, &sp, meta.as_deref(), u, &mut report, &name)?;
+                    apply_spec_parts(doc, &sp, meta.as_deref(), u, log, &name)?;
                 }
             }
             (SpecShape::Fragmented(_), Paths::Fragments(writes)) => {
@@ -173,18 +252,22 @@ pub fn update(
                             continue;
                         }
                         touched = true;
+                        let at = Writer {
+                            comp: &name,
+                            field: &w.field,
+                        };
                         if let Some(v) = &w.value {
-                            set_at(doc, &p, v.clone(), &mut report);
+                            at.set(doc, &p, v.clone(), log)?;
                         }
                         for (k, v) in &w.merge {
                             let mut pk = p.clone();
                             pk.push(Value::from(k.clone()));
-                            set_at(doc, &pk, Value::from(v.clone()), &mut report);
+                            at.set(doc, &pk, Value::from(v.clone()), log)?;
                         }
                     }
                 }
                 if touched {
-                    report.templates += 1;
+                    log.report.templates += 1;
                 }
             }
             _ => unreachable!("read_component follows the spec shape"),
@@ -204,7 +287,7 @@ pub fn update(
             ),
         });
     }
-    Ok(report)
+    Ok(())
 }
 
 /// What one component's update reads from the document before writing.
@@ -225,6 +308,8 @@ enum Paths {
 }
 
 struct FragmentWrite {
+    /// The field and its expression, for errors: "schedulerNamePath `.spec.scheduler`".
+    field: String,
     paths: Vec<Vec<Value>>,
     value: Option<Value>,
     merge: BTreeMap<String, String>,
@@ -292,6 +377,7 @@ fn read_component(
                     });
                 };
                 writes.push(FragmentWrite {
+                    field: format!("{field} `{}`", e.text()),
                     paths: paths_of(e, field)?,
                     value: value.cloned(),
                     merge: merge.clone(),
@@ -354,11 +440,11 @@ fn apply_template(
     spec_base: &[Value],
     meta_base: &[Value],
     u: &PodUpdate,
-    r: &mut UpdateReport,
+    r: &mut Log,
     comp: &str,
 ) -> Result<()> {
     if let Some(t) = &u.template {
-        set_at(doc, spec_base, t.clone(), r);
+        Writer::pod_template(comp).set(doc, spec_base, t.clone(), r)?;
     }
     apply_spec_parts(
         doc,
@@ -375,45 +461,46 @@ fn apply_spec_parts(
     spec: &[Value],
     meta: Option<&[Value]>,
     u: &PodUpdate,
-    r: &mut UpdateReport,
+    r: &mut Log,
     comp: &str,
 ) -> Result<()> {
+    let w = Writer::pod_template(comp);
     if let Some(s) = &u.scheduler_name {
-        set_at(
+        w.set(
             doc,
             &join(spec, &["schedulerName"]),
             Value::from(s.clone()),
             r,
-        );
+        )?;
     }
     if let Some(s) = &u.priority_class_name {
-        set_at(
+        w.set(
             doc,
             &join(spec, &["priorityClassName"]),
             Value::from(s.clone()),
             r,
-        );
+        )?;
     }
     if let Some(meta) = meta {
         for (k, v) in &u.labels {
-            set_at(doc, &join(meta, &["labels", k]), Value::from(v.clone()), r);
+            w.set(doc, &join(meta, &["labels", k]), Value::from(v.clone()), r)?;
         }
         for (k, v) in &u.annotations {
-            set_at(
+            w.set(
                 doc,
                 &join(meta, &["annotations", k]),
                 Value::from(v.clone()),
                 r,
-            );
+            )?;
         }
     }
     for (k, v) in &u.node_selector {
-        set_at(
+        w.set(
             doc,
             &join(spec, &["nodeSelector", k]),
             Value::from(v.clone()),
             r,
-        );
+        )?;
     }
     if !u.tolerations.is_empty() {
         let p = join(spec, &["tolerations"]);
@@ -428,11 +515,11 @@ fn apply_spec_parts(
             }
         }
         if list.len() != before {
-            set_at(doc, &p, Value::Array(list), r);
+            w.set(doc, &p, Value::Array(list), r)?;
         }
     }
     if let Some(a) = &u.affinity {
-        set_at(doc, &join(spec, &["affinity"]), a.clone(), r);
+        w.set(doc, &join(spec, &["affinity"]), a.clone(), r)?;
     }
     if let Some((name, res)) = &u.resources {
         let cs = get_at(doc, &join(spec, &["containers"]))
@@ -451,7 +538,7 @@ fn apply_spec_parts(
                 .map(str::to_string);
             if name.is_none() || cname == *name {
                 hit = true;
-                set_at(doc, &join(&cp, &["resources"]), res.clone(), r);
+                w.set(doc, &join(&cp, &["resources"]), res.clone(), r)?;
             }
         }
         if !hit {
@@ -476,55 +563,177 @@ fn get_at<'a>(doc: &'a Value, path: &[Value]) -> Option<&'a Value> {
     Some(at)
 }
 
-/// Set a value at a path, creating missing parents as objects; record the pointer when the
-/// value changed. Equal values are left alone so an update with current values is a no-op.
-pub(crate) fn set_at(doc: &mut Value, path: &[Value], value: Value, r: &mut UpdateReport) {
-    if get_at(doc, path) == Some(&value) {
-        return;
+/// Where writes come from, for their errors: a component, and a fragment's field when the
+/// path is the definition's own rather than the pod template's.
+struct Writer<'a> {
+    comp: &'a str,
+    field: &'a str,
+}
+
+impl<'a> Writer<'a> {
+    /// Writes into a pod template or pod spec, at the fields the Kubernetes API gives them.
+    fn pod_template(comp: &'a str) -> Writer<'a> {
+        Writer { comp, field: "" }
     }
+
+    /// Set a value at a path, creating missing (or null) parents; record the pointer when the
+    /// value changed. Equal values are left alone, so that an update with current values is a
+    /// no-op. A write never changes what kind of value is somewhere: a path through (or to) a
+    /// string, a number or a list where the write needs something else is an error, not a
+    /// replacement, so that a definition whose path names the wrong place (`schedulerNamePath:
+    /// .`, which would put a string where the whole object is) loses nothing.
+    fn set(&self, doc: &mut Value, path: &[Value], value: Value, r: &mut Log) -> Result<()> {
+        if self.needs_write(doc, path, &value)? {
+            set_at(doc, path, value, r);
+        }
+        Ok(())
+    }
+
+    /// False when `value` is already at `path`; the error when writing it there would replace
+    /// a value of another kind.
+    fn needs_write(&self, doc: &Value, path: &[Value], value: &Value) -> Result<bool> {
+        if path.iter().any(|seg| !seg.is_string() && !seg.is_u64()) {
+            return Err(self.error(format!(
+                "cannot write at {}: a path of keys and indices is needed, not a slice",
+                pointer(path)
+            )));
+        }
+        let mut at = Some(doc);
+        for (i, seg) in path.iter().enumerate() {
+            let Some(here) = at.filter(|v| !v.is_null()) else {
+                return Ok(true); // created from here on
+            };
+            at = match (seg, here) {
+                (Value::String(k), Value::Object(m)) => m.get(k.as_str()),
+                (Value::Number(n), Value::Array(a)) => n.as_u64().and_then(|i| a.get(i as usize)),
+                (Value::String(_), _) => {
+                    return Err(self.conflict(path, &path[..i], here, "an object"));
+                }
+                _ => return Err(self.conflict(path, &path[..i], here, "a list")),
+            };
+        }
+        match at {
+            Some(old) if old == value => Ok(false),
+            Some(old) if !old.is_null() && kind(old) != kind(value) => {
+                Err(self.conflict(path, path, old, kind(value)))
+            }
+            _ => Ok(true),
+        }
+    }
+
+    fn conflict(&self, path: &[Value], at: &[Value], old: &Value, new: &str) -> Error {
+        let place = |p: &[Value]| match pointer(p) {
+            p if p.is_empty() => "the whole object".to_string(),
+            p => p,
+        };
+        self.error(format!(
+            "writing {} would replace {} at {} with {new}; an update never changes the kind of a value",
+            place(path),
+            kind(old),
+            place(at),
+        ))
+    }
+
+    /// An error of this component, naming the definition's field when the path is its own.
+    fn error(&self, message: String) -> Error {
+        let message = match self.field {
+            "" => message,
+            field => format!("{field}: {message}"),
+        };
+        Error::Update {
+            component: self.comp.to_string(),
+            message,
+        }
+    }
+}
+
+/// A JSON value's kind, as errors name it.
+fn kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// Set a value at a path, creating missing (or null) parents as objects; record the pointer
+/// and how to undo the write. Only through [`Writer::set`], which refuses what would replace a
+/// value of another kind.
+fn set_at(doc: &mut Value, path: &[Value], value: Value, r: &mut Log) {
+    // The first place the write changes is all its undo needs: below it, everything is new.
+    let mut first: Option<(usize, Option<Value>)> = None;
+    if let Some(at) = walk_creating(doc, path, &mut first) {
+        let old = std::mem::replace(at, value);
+        first.get_or_insert((path.len(), Some(old)));
+        r.report.changed.push(pointer(path));
+    }
+    if let Some((depth, old)) = first {
+        r.undo.push((path[..depth].to_vec(), old));
+    }
+}
+
+/// The value at `path`, its missing (or null) parents created; `first` gets the depth of the
+/// first change and what was there.
+fn walk_creating<'a>(
+    doc: &'a mut Value,
+    path: &[Value],
+    first: &mut Option<(usize, Option<Value>)>,
+) -> Option<&'a mut Value> {
     let mut at = doc;
-    for seg in path {
+    for (i, seg) in path.iter().enumerate() {
         at = match seg {
             Value::String(k) => {
                 if !at.is_object() {
-                    *at = Value::Object(Map::new());
+                    let old = std::mem::replace(at, Value::Object(Map::new()));
+                    first.get_or_insert((i, Some(old)));
                 }
-                let Some(m) = at.as_object_mut() else { return };
+                let m = at.as_object_mut()?;
                 // Scanned, not hashed (SipHash) and no key copy when the key is there: keys of
                 // objects are few, and this runs for every location of every update.
-                if m.len() > 32 {
+                let big = m.len() > 32;
+                let present = if big {
+                    m.contains_key(k.as_str())
+                } else {
+                    m.keys().any(|x| x == k)
+                };
+                if !present {
+                    first.get_or_insert((i + 1, None));
+                }
+                if big {
                     m.entry(k.clone()).or_insert(Value::Null)
                 } else {
-                    if !m.keys().any(|x| x == k) {
+                    if !present {
                         m.insert(k.clone(), Value::Null);
                     }
-                    let Some((_, v)) = m.iter_mut().find(|(x, _)| *x == k) else {
-                        return;
-                    };
+                    let (_, v) = m.iter_mut().find(|(x, _)| *x == k)?;
                     v
                 }
             }
             Value::Number(n) => {
-                let i = n.as_u64().unwrap_or(0) as usize;
+                let idx = n.as_u64().unwrap_or(0) as usize;
                 if !at.is_array() {
-                    *at = Value::Array(vec![]);
+                    let old = std::mem::replace(at, Value::Array(vec![]));
+                    first.get_or_insert((i, Some(old)));
                 }
-                let Some(a) = at.as_array_mut() else { return };
-                if i >= a.len() {
+                let a = at.as_array_mut()?;
+                if idx >= a.len() {
                     // Paths come from the document itself, so an index past the end means the
                     // document changed under us; append rather than pad with nulls.
+                    first.get_or_insert((i + 1, None));
                     a.push(Value::Object(Map::new()));
                     let last = a.len() - 1;
                     &mut a[last]
                 } else {
-                    &mut a[i]
+                    &mut a[idx]
                 }
             }
-            _ => return,
+            _ => return None, // refused by `Writer::needs_write`
         };
     }
-    *at = value;
-    r.changed.push(pointer(path));
+    Some(at)
 }
 
 /// The JSON pointer (RFC 6901) of a path. Written into one string: this runs for every
@@ -574,7 +783,18 @@ pub fn suspend(def: &Definition, doc: &mut Value, suspend: bool) -> Result<Updat
     } else {
         &sd.resume_actions
     };
-    let mut report = UpdateReport::default();
+    all_or_nothing(doc, |doc, log| {
+        suspend_in_place(def, doc, root, actions, log)
+    })
+}
+
+fn suspend_in_place(
+    def: &Definition,
+    doc: &mut Value,
+    root: &crate::definition::Component,
+    actions: &[wlmap_schema::Action],
+    log: &mut Log,
+) -> Result<()> {
     for a in actions {
         let e =
             Expr::compile_with_vars(&a.path, &["parentInstance"]).map_err(|e| Error::Update {
@@ -591,16 +811,17 @@ pub fn suspend(def: &Definition, doc: &mut Value, suspend: bool) -> Result<Updat
                 component: root.def.name.clone(),
                 message: e.to_string(),
             })?;
+        let field = format!("suspendDefinition path `{}`", a.path);
+        let at = Writer {
+            comp: &root.def.name,
+            field: &field,
+        };
         for p in paths {
-            set_at(
-                doc,
-                p.as_array().map(Vec::as_slice).unwrap_or(&[]),
-                value.clone(),
-                &mut report,
-            );
+            let p = p.as_array().map(Vec::as_slice).unwrap_or(&[]);
+            at.set(doc, p, value.clone(), log)?;
         }
     }
-    Ok(report)
+    Ok(())
 }
 
 #[cfg(test)]
@@ -617,5 +838,114 @@ mod pointer_tests {
         let doc = json!({"metadata": {"labels": {"a/b~c": ["x"]}}});
         assert_eq!(doc.pointer(&pointer(&path)), Some(&json!("x")));
         assert_eq!(pointer(&[] as &[Value]), "");
+    }
+}
+
+#[cfg(test)]
+mod undo_tests {
+    use super::{Log, Writer};
+    use proptest::prelude::*;
+    use serde_json::{Value, json};
+
+    fn arb_json() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::from),
+            (0u8..3).prop_map(Value::from),
+            "[ab]{0,2}".prop_map(Value::from),
+        ];
+        leaf.prop_recursive(4, 24, 4, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4).prop_map(Value::from),
+                prop::collection::vec(("[abc]", inner), 0..4)
+                    .prop_map(|kv| Value::Object(kv.into_iter().collect())),
+            ]
+        })
+    }
+
+    fn arb_path() -> impl Strategy<Value = Vec<Value>> {
+        prop::collection::vec(
+            prop_oneof![
+                "[abc]".prop_map(Value::from),
+                (0u64..4).prop_map(Value::from)
+            ],
+            0..4,
+        )
+    }
+
+    proptest! {
+        /// Undoing writes, last first, gives back the document exactly: the same values and
+        /// the same key order (compared as text), whatever each write created or replaced.
+        #[test]
+        fn undone_writes_leave_the_document_as_it_was(
+            doc in arb_json(),
+            writes in prop::collection::vec((arb_path(), arb_json()), 1..6),
+        ) {
+            let before = serde_json::to_string(&doc).unwrap();
+            let mut doc = doc;
+            let mut log = Log::default();
+            let w = Writer { comp: "c", field: "" };
+            let mut wrote = 0;
+            for (path, value) in writes {
+                if w.set(&mut doc, &path, value, &mut log).is_ok() {
+                    wrote += 1;
+                }
+            }
+            prop_assert!(log.undo.len() <= wrote);
+            log.undo(&mut doc);
+            prop_assert_eq!(serde_json::to_string(&doc).unwrap(), before);
+        }
+    }
+
+    /// Each kind of first change: a leaf replaced, a key added under existing objects, a null
+    /// parent replaced by an object, an element appended.
+    #[test]
+    fn each_kind_of_write_is_undone() {
+        let original = json!({"z": 1, "a": {"b": "x", "n": null}, "l": [{"k": 1}]});
+        let mut doc = original.clone();
+        let mut log = Log::default();
+        let w = Writer {
+            comp: "c",
+            field: "",
+        };
+        let p = |s: &[Value]| s.to_vec();
+        w.set(
+            &mut doc,
+            &p(&[json!("a"), json!("b")]),
+            json!("y"),
+            &mut log,
+        )
+        .unwrap();
+        w.set(
+            &mut doc,
+            &p(&[json!("a"), json!("new"), json!("deep")]),
+            json!(1),
+            &mut log,
+        )
+        .unwrap();
+        w.set(
+            &mut doc,
+            &p(&[json!("a"), json!("n"), json!("m")]),
+            json!(true),
+            &mut log,
+        )
+        .unwrap();
+        w.set(
+            &mut doc,
+            &p(&[json!("l"), json!(5), json!("k")]),
+            json!(2),
+            &mut log,
+        )
+        .unwrap();
+        assert_eq!(doc["a"]["b"], "y");
+        assert_eq!(doc["a"]["new"]["deep"], 1);
+        assert_eq!(doc["a"]["n"]["m"], true);
+        assert_eq!(doc["l"][1]["k"], 2);
+        assert_eq!(log.undo.len(), 4);
+        log.undo(&mut doc);
+        assert_eq!(
+            serde_json::to_string(&doc).unwrap(),
+            serde_json::to_string(&original).unwrap()
+        );
     }
 }

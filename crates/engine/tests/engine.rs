@@ -695,3 +695,95 @@ fn updates_through_a_pod_spec_and_metadata_path() {
         t
     );
 }
+
+/// Found by the `definition` fuzz target (`testdata/scheduler-name-at-the-root.fuzz`, the
+/// catalog's NIMService definition mutated): `schedulerNamePath: . // empty` designates the
+/// whole object, and the update replaced the NIMService with the string "fuzz-scheduler".
+/// A write never changes the kind of a value now, so it is an error that names the field and
+/// the place, and the object is left as it was.
+#[test]
+fn fuzz_found_a_scheduler_name_path_at_the_whole_object_is_refused() {
+    let text = include_str!("../testdata/scheduler-name-at-the-root.fuzz");
+    let k = wlmap_schema::decode_one(text, "fuzz.yaml").expect("decodes");
+    let d = Definition::compile(k, Origin::File).expect("compiles");
+    let before = json!({"apiVersion": "apps.nvidia.com/v2alpha1", "kind": "NIMService",
+        "metadata": {"name": "w", "namespace": "ns", "uid": "u"}});
+    let mut o = before.clone();
+    let u = PodUpdate {
+        scheduler_name: Some("kai".into()),
+        labels: [("team".to_string(), "x".to_string())].into(),
+        ..Default::default()
+    };
+    let e = update(&d, &mut o, &Target::all(), &u)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("schedulerNamePath `. // empty`"), "{e}");
+    assert!(
+        e.contains("would replace an object at the whole object with a string"),
+        "{e}"
+    );
+    assert_eq!(o, before, "nothing written, not even the labels before it");
+}
+
+/// A path through a value of another kind (labels that are a string) is an error, not a
+/// replacement of that value with an object; and an update that fails writes nothing, though
+/// the first role's labels were written before the second role's failed.
+#[test]
+fn an_update_never_changes_a_values_kind_and_a_failed_one_writes_nothing() {
+    let d = def(MULTI);
+    let before = json!({"apiVersion": "example.io/v1", "kind": "Multi", "metadata": {"name": "m"},
+        "spec": {"roles": [{"name": "a", "count": 1, "pod": {"containers": [{"name": "main"}]}, "meta": {}},
+                           {"name": "b", "count": 1, "pod": {"containers": [{"name": "main"}]}, "meta": {"labels": "team=x"}}]}});
+    let mut o = before.clone();
+    let u = PodUpdate {
+        labels: [("team".to_string(), "ml".to_string())].into(),
+        ..Default::default()
+    };
+    let e = update(&d, &mut o, &Target::all(), &u)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains(
+            "writing /spec/roles/1/meta/labels/team would replace a string at /spec/roles/1/meta/labels with an object"
+        ),
+        "{e}"
+    );
+    assert_eq!(o, before);
+    // The same at the leaf: a scheduler name where the pod spec has a number.
+    let mut o =
+        json!({"spec": {"roles": [{"name": "a", "pod": {"schedulerName": 7}, "meta": {}}]}});
+    let sched = PodUpdate {
+        scheduler_name: Some("kai".into()),
+        ..Default::default()
+    };
+    let e = update(&d, &mut o, &Target::all(), &sched)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("would replace a number at /spec/roles/0/pod/schedulerName with a string"),
+        "{e}"
+    );
+    // A later error (no container named "side" in role b) undoes role a's write too.
+    let mut o = before.clone();
+    o["spec"]["roles"][1]["meta"] = json!({});
+    o["spec"]["roles"][0]["pod"]["containers"][0]["name"] = json!("side");
+    let start = o.clone();
+    let res = PodUpdate {
+        resources: Some((
+            Some("side".into()),
+            json!({"limits": {"nvidia.com/gpu": "1"}}),
+        )),
+        ..Default::default()
+    };
+    let e = update(&d, &mut o, &Target::all(), &res)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("no container named \"side\""), "{e}");
+    assert_eq!(o, start);
+    // Null and missing parents are still created.
+    let mut o = json!({"spec": {"roles": [{"name": "a", "pod": null, "meta": {"labels": null}}]}});
+    update(&d, &mut o, &Target::all(), &sched).unwrap();
+    update(&d, &mut o, &Target::all(), &u).unwrap();
+    assert_eq!(o["spec"]["roles"][0]["pod"]["schedulerName"], "kai");
+    assert_eq!(o["spec"]["roles"][0]["meta"]["labels"]["team"], "ml");
+}
