@@ -161,24 +161,22 @@ impl Log {
     /// Undo every write, last first.
     fn undo(self, doc: &mut Value) {
         for (path, old) in self.undo.into_iter().rev() {
-            let (parent, last) = match (old, path.split_last()) {
+            match (old, path.split_last()) {
                 (Some(v), _) => {
                     if let Some(at) = get_mut(doc, &path) {
                         *at = v;
                     }
-                    continue;
                 }
-                (None, Some((last, parent))) => (parent, last),
-                (None, None) => continue,
-            };
-            match (get_mut(doc, parent), last) {
-                (Some(Value::Object(m)), Value::String(k)) => {
-                    m.shift_remove(k.as_str());
-                }
-                (Some(Value::Array(a)), _) => {
-                    a.pop(); // an element is only ever appended
-                }
-                _ => {}
+                (None, Some((last, parent))) => match (get_mut(doc, parent), last) {
+                    (Some(Value::Object(m)), Value::String(k)) => {
+                        m.shift_remove(k.as_str());
+                    }
+                    (Some(Value::Array(a)), _) => {
+                        a.pop(); // an element is only ever appended
+                    }
+                    _ => {}
+                },
+                (None, None) => {}
             }
         }
     }
