@@ -18,6 +18,7 @@ path in a small valid definition. The schema is read from the checked-in CRD
 (`crates/schema/crd/kartas.run.ai.yaml`, generated from the Rust types), so the seeds follow the
 format as it changes.
 """
+import base64
 import copy
 import json
 import pathlib
@@ -190,9 +191,12 @@ def emit_scalar(v):
     return json.dumps(v)
 
 
-def emit(v, indent=0, dup=None):
-    """Block YAML. `dup` = (object, key): that object's key is written twice."""
+def emit(v, indent=0, dup=None, hook=None):
+    """Block YAML. `dup` = (object, key): that object's key is written twice. `hook` =
+    (object, how): that object is written as the lines `how(object)` (see `syntax_seeds`)."""
     pad = " " * indent
+    if hook is not None and v is hook[0]:
+        return [pad + line for line in hook[1](v)]
     lines = []
     if isinstance(v, dict):
         if not v:
@@ -201,17 +205,17 @@ def emit(v, indent=0, dup=None):
         if dup is not None and dup[0] is v:
             items.append((dup[1], v[dup[1]]))
         for k, x in items:
-            if isinstance(x, (dict, list)) and x:
+            if isinstance(x, (dict, list)) and (x or hooked(x, hook)):
                 lines.append(f"{pad}{k}:")
-                lines += emit(x, indent + 2, dup)
+                lines += emit(x, indent + 2, dup, hook)
             else:
                 lines.append(f"{pad}{k}: {emit_value_inline(x)}")
     elif isinstance(v, list):
         if not v:
             return [pad + "[]"]
         for x in v:
-            if isinstance(x, (dict, list)) and x:
-                sub = emit(x, indent + 2, dup)
+            if isinstance(x, (dict, list)) and (x or hooked(x, hook)):
+                sub = emit(x, indent + 2, dup, hook)
                 lines.append(f"{pad}- {sub[0].lstrip()}")
                 lines += sub[1:]
             else:
@@ -219,6 +223,10 @@ def emit(v, indent=0, dup=None):
     else:
         lines.append(pad + emit_scalar(v))
     return lines
+
+
+def hooked(x, hook):
+    return hook is not None and x is hook[0]
 
 
 def emit_value_inline(x):
@@ -266,6 +274,122 @@ def seeds():
             yield f"{where}.{k}.twice", place(root, path, doubled), (doubled, k)
 
 
+def escaped(key):
+    """A key spelled with an escape (its first letter as \\uXXXX), in double quotes: the reader
+    has to build the string instead of borrowing it from the text."""
+    return '"\\u%04x%s"' % (ord(key[0]), json.dumps(key[1:])[1:-1]) if key else '""'
+
+
+def as_binary(key):
+    return "!!binary " + base64.b64encode(key.encode()).decode()
+
+
+def entries(node, key=emit_scalar, value=None):
+    """`node` as one line per field, `key: value`, the value in flow style (JSON is YAML)."""
+    value = value or (lambda k, x: emit_json(x))
+    return [f"{key(k)}: {value(k, x)}" for k, x in node.items()] or ["{}"]
+
+
+def field_value(field, text):
+    """`entries`, with `field` (added when the object has no such field) written as `text`."""
+    def how(node):
+        items = dict(node) if field in node else dict(node, **{field: None})
+        return entries(items, value=lambda k, x: text if k == field else emit_json(x))
+    return how
+
+
+def syntax_seeds():
+    """(name, text) of each object of the format written in each of the YAML (and JSON) ways
+    to spell the same mapping: keys that cannot be borrowed from the text (escaped, base64 in a
+    `!!binary` tag), tagged, quoted, explicit or non-string keys, comments, merge keys (`<<`),
+    anchors and aliases, and tagged or null-like values. Why: serde-saphyr hands a derived
+    decoder a key or a value on a different path for each of them (an owned key goes to
+    `visit_string`, a merged or aliased entry is replayed), and each path has its own copy of
+    every struct's field matching; in round 13 these seeds added about 2,000 edges that a run
+    of hours had not reached (see SECURITY.md)."""
+    crd = yaml.safe_load(CRD.read_text())
+    root = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    for path, schema in objects(root):
+        where = ".".join(str(p) for p in path) or "root"
+        node = full(schema, path[-1] if path else "")
+        doc = place(root, path, node)
+        items = list(node.items())
+        first, second = dict(items[: len(items) // 2]), dict(items[len(items) // 2:])
+        flow = emit_json
+        ways = {
+            "escaped-keys": lambda n: entries(n, escaped),
+            "escaped-keys-unknown": lambda n: entries(dict(n, zzUnknownField="a"), escaped),
+            "binary-keys": lambda n: entries(n, as_binary),
+            "binary-keys-unknown": lambda n: entries(dict(n, zzUnknownField="a"), as_binary),
+            "str-tag-keys": lambda n: entries(n, lambda k: "!!str " + k),
+            "single-quoted-keys": lambda n: entries(n, lambda k: f"'{k}'"),
+            "explicit-keys": lambda n: [f"{m} {x}" for k, v in n.items()
+                                        for m, x in (("?", k), (":", flow(v)))] or ["{}"],
+            "comments": lambda n: [f"{m}" for k, v in n.items()
+                                   for m in (f"# {k}", f"{k}: {flow(v)} # after")] or ["{} # c"],
+            "merge": lambda n: [f"<<: {flow(n)}"],
+            "merge-half": lambda n: entries(first) * bool(first) + [f"<<: {flow(second)}"],
+            "merge-sequence": lambda n: [f"<<: [{flow(first)}, {flow(second)}]"],
+            "merge-then-unknown": lambda n: [f"<<: {flow(n)}", "zzUnknownField: a"],
+            "merge-unknown": lambda n: [f"<<: {flow(dict(n, zzUnknownField='a'))}"],
+            "merge-under-fields": lambda n: entries(n) * bool(n) + [f"<<: {flow(n)}"],
+            "merge-tagged": lambda n: [f"!!merge <<: {flow(n)}"],
+            "merge-escaped-keys": lambda n: [
+                "<<: {" + ",".join(f"{escaped(k)}: {flow(x)}" for k, x in n.items()) + "}"],
+        }
+        for odd_name, odd in (("int", "1"), ("bool", "true"), ("null", "~"), ("float", "1.5"),
+                              ("empty", '""'), ("sequence", "[a]"), ("map", "{a: b}")):
+            line = [f"? {odd}", ": a"] if odd[0] in "[{" else [f"{odd}: a"]
+            ways[f"{odd_name}-key-first"] = lambda n, line=line: line + entries(n) * bool(n)
+            ways[f"{odd_name}-key-last"] = lambda n, line=line: entries(n) * bool(n) + line
+        for k, v in schema["properties"].items():
+            # (the key repeated by `* bool(n)` above: an empty object is written `{}`)
+            typo = k[:-1] + ("a" if k[-1] != "a" else "b")  # same length, last letter differs
+            renamed = {(typo if f == k else f): x for f, x in node.items()} | (
+                {} if k in node else {typo: "a"})
+            ways[f"{k}.typo"] = lambda n, r=renamed: entries(r)
+            ways[f"{k}.typo-escaped"] = lambda n, r=renamed: entries(r, escaped)
+            ways[f"{k}.merge-wrong-type"] = lambda n, k=k, v=v: [
+                f"<<: {flow(dict(n, **{k: wrong(v, k)}))}"]
+            for name, text in (("tilde", "~"), ("empty", ""), ("Null", "Null"),
+                               ("null-tag", '!!null ""'), ("str-tag", "!!str a"),
+                               ("custom-tag", "!x a"), ("map-tag", "!!map {}"),
+                               ("seq-tag", "!!seq []")):
+                ways[f"{k}.{name}"] = field_value(k, text)
+        for name, how in ways.items():
+            yield f"{where}.{name}", "\n".join(emit(doc, 0, hook=(node, how))) + "\n"
+        # JSON: escaped keys (serde_json copies them out of the text).
+        yield f"{where}.escaped-keys.json", emit_json_keys(doc, node, escaped) + "\n"
+        # Anchors and aliases: the object, each of its fields' values and its first key through
+        # an alias of an anchor under the free-form `status`, and `<<: *alias`.
+        if not path:
+            continue
+        rest = {k: v for k, v in doc.items() if k not in ("apiVersion", "kind")}
+        aliased = {"object-alias": (flow(node), lambda n: ["*a"]),
+                   "merge-alias": (flow(node), lambda n: ["<<: *a"])}
+        if node:
+            k0 = next(iter(node))
+            aliased["alias-key"] = (k0, lambda n, k0=k0: [
+                f"{'*a ' if k == k0 else k}: {flow(x)}" for k, x in n.items()])
+        for k, x in node.items():
+            aliased[f"{k}.alias"] = (flow(x), lambda n, k=k: [
+                f"{f}: {'*a' if f == k else flow(y)}" for f, y in n.items()])
+        for name, (anchored, how) in aliased.items():
+            head = f'apiVersion: run.ai/v1alpha1\nkind: Karta\nstatus: {{"x": &a {anchored}}}\n'
+            yield f"{where}.{name}", head + "\n".join(emit(rest, 0, hook=(node, how))) + "\n"
+
+
+def emit_json_keys(v, node, key):
+    """One-line JSON with the keys of `node` written by `key`."""
+    if isinstance(v, dict):
+        spell = key if v is node else json.dumps
+        return "{" + ",".join(f"{spell(k)}:{emit_json_keys(x, node, key)}"
+                              for k, x in v.items()) + "}"
+    if isinstance(v, list):
+        return "[" + ",".join(emit_json_keys(x, node, key) for x in v) + "]"
+    return json.dumps(v)
+
+
 def emit_json(v, dup=None):
     """One-line JSON; `dup` as in `emit`."""
     if isinstance(v, dict):
@@ -296,6 +420,9 @@ def main():
         for suffix, text in forms(doc, dup):
             (out / f"schema-{name}{suffix}").write_text(text)
             n += 1
+    for name, text in syntax_seeds():
+        (out / f"syntax-{name}").write_text(text)
+        n += 1
     # The catalog's definitions (fuzz_seed writes them as YAML) in the other two forms.
     for path in sorted((HERE.parent / "crates/catalog/definitions").glob("*.yaml")):
         for doc in yaml.safe_load_all(path.read_text()):
