@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Seeds for the `definition` target from the Karta CRD's schema: every object of the format,
 with every field set, and with each field missing, doubled, null, given a value of each kind
-(bool, numbers, string, lists, maps), or the object written as a sequence of each length.
+(bool, numbers, string, lists, maps), or the object written as a sequence of each length; each
+object in each YAML way to spell a mapping (`syntax_seeds`); each path field pointing at places
+an update must refuse (`path_seeds`).
 
     python3 fuzz/schema_seeds.py [OUT_DIR=fuzz/corpus/definition]
 
@@ -379,6 +381,36 @@ def syntax_seeds():
             yield f"{where}.{name}", head + "\n".join(emit(rest, 0, hook=(node, how))) + "\n"
 
 
+# Where a path expression can point: at a value of another kind than the field writes (the whole
+# object, a string, through a string), at an index, a slice, several places or none.
+PLACES = {
+    "whole": ".", "kind": ".kind", "name": ".metadata.name", "through-string": ".metadata.name.x",
+    "metadata": ".metadata", "labels": ".metadata.labels", "uid": ".metadata.uid",
+    "index": ".spec.a[0]", "index-negative": ".spec.a[-1]", "slice": ".spec.a[1:2]",
+    "deep": ".spec.a.b.c", "alternative": ".spec.a // .spec.b", "empty": "empty",
+    "two": ".spec.a, .spec.b", "optional": ".spec.a?", "string-key": '.spec["a b"]',
+    "computed": ".spec[.kind]", "list": ".spec.template.spec.containers",
+}
+
+
+def path_seeds():
+    """(name, text): each path field of a component pointing at each of PLACES. Why: the fuzz
+    target reads and updates (labels, scheduler name) every instance, and an update refuses to
+    change a value's kind; byte mutations of `.spec.template` rarely reach those refusals."""
+    crd = yaml.safe_load(CRD.read_text())
+    root = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    for path, schema in objects(root):
+        if "structureDefinition" not in path:
+            continue
+        where = ".".join(str(p) for p in path)
+        node = full(schema, path[-1])
+        for k, v in schema["properties"].items():
+            if v.get("type") == "string" and (k.endswith("Path") or k == "path"):
+                for name, expr in PLACES.items():
+                    doc = place(root, path, dict(node, **{k: expr}))
+                    yield f"{where}.{k}.{name}", "\n".join(emit(doc)) + "\n"
+
+
 def emit_json_keys(v, node, key):
     """One-line JSON with the keys of `node` written by `key`."""
     if isinstance(v, dict):
@@ -420,9 +452,10 @@ def main():
         for suffix, text in forms(doc, dup):
             (out / f"schema-{name}{suffix}").write_text(text)
             n += 1
-    for name, text in syntax_seeds():
-        (out / f"syntax-{name}").write_text(text)
-        n += 1
+    for prefix, make in (("syntax", syntax_seeds), ("path", path_seeds)):
+        for name, text in make():
+            (out / f"{prefix}-{name}").write_text(text)
+            n += 1
     # The catalog's definitions (fuzz_seed writes them as YAML) in the other two forms.
     for path in sorted((HERE.parent / "crates/catalog/definitions").glob("*.yaml")):
         for doc in yaml.safe_load_all(path.read_text()):
