@@ -342,15 +342,16 @@ def syntax_seeds():
         for odd_name, odd in (("int", "1"), ("bool", "true"), ("null", "~"), ("float", "1.5"),
                               ("empty", '""'), ("sequence", "[a]"), ("map", "{a: b}")):
             line = [f"? {odd}", ": a"] if odd[0] in "[{" else [f"{odd}: a"]
+            # (`* bool(n)`: an empty object's `entries` is `{}`, which cannot take more keys)
             ways[f"{odd_name}-key-first"] = lambda n, line=line: line + entries(n) * bool(n)
             ways[f"{odd_name}-key-last"] = lambda n, line=line: entries(n) * bool(n) + line
         for k, v in schema["properties"].items():
-            # (the key repeated by `* bool(n)` above: an empty object is written `{}`)
             typo = k[:-1] + ("a" if k[-1] != "a" else "b")  # same length, last letter differs
             renamed = {(typo if f == k else f): x for f, x in node.items()} | (
                 {} if k in node else {typo: "a"})
             ways[f"{k}.typo"] = lambda n, r=renamed: entries(r)
             ways[f"{k}.typo-escaped"] = lambda n, r=renamed: entries(r, escaped)
+            ways[f"{k}.typo-binary"] = lambda n, r=renamed: entries(r, as_binary)
             ways[f"{k}.merge-wrong-type"] = lambda n, k=k, v=v: [
                 f"<<: {flow(dict(n, **{k: wrong(v, k)}))}"]
             for name, text in (("tilde", "~"), ("empty", ""), ("Null", "Null"),
