@@ -327,7 +327,7 @@ def syntax_seeds():
             "single-quoted-keys": lambda n: entries(n, lambda k: f"'{k}'"),
             "explicit-keys": lambda n: [f"{m} {x}" for k, v in n.items()
                                         for m, x in (("?", k), (":", flow(v)))] or ["{}"],
-            "comments": lambda n: [f"{m}" for k, v in n.items()
+            "comments": lambda n: [m for k, v in n.items()
                                    for m in (f"# {k}", f"{k}: {flow(v)} # after")] or ["{} # c"],
             "merge": lambda n: [f"<<: {flow(n)}"],
             "merge-half": lambda n: entries(first) * bool(first) + [f"<<: {flow(second)}"],
