@@ -239,9 +239,14 @@ def emit_value_inline(x):
     return emit_scalar(x)
 
 
-def seeds():
+def schema_root():
+    """The Karta CRD's OpenAPI schema (its first version)."""
     crd = yaml.safe_load(CRD.read_text())
-    root = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    return crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+
+
+def seeds():
+    root = schema_root()
     for path, schema in objects(root):
         where = ".".join(str(p) for p in path) or "root"
         node = full(schema, path[-1] if path else "")
@@ -309,8 +314,7 @@ def syntax_seeds():
     `visit_string`, a merged or aliased entry is replayed), and each path has its own copy of
     every struct's field matching; in round 13 these seeds added about 2,000 edges that a run
     of hours had not reached (see SECURITY.md)."""
-    crd = yaml.safe_load(CRD.read_text())
-    root = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    root = schema_root()
     for path, schema in objects(root):
         where = ".".join(str(p) for p in path) or "root"
         node = full(schema, path[-1] if path else "")
@@ -336,8 +340,7 @@ def syntax_seeds():
             "merge-unknown": lambda n: [f"<<: {flow(dict(n, zzUnknownField='a'))}"],
             "merge-under-fields": lambda n: entries(n) * bool(n) + [f"<<: {flow(n)}"],
             "merge-tagged": lambda n: [f"!!merge <<: {flow(n)}"],
-            "merge-escaped-keys": lambda n: [
-                "<<: {" + ",".join(f"{escaped(k)}: {flow(x)}" for k, x in n.items()) + "}"],
+            "merge-escaped-keys": lambda n: [f"<<: {flow(n, spell=(n, escaped))}"],
         }
         for odd_name, odd in (("int", "1"), ("bool", "true"), ("null", "~"), ("float", "1.5"),
                               ("empty", '""'), ("sequence", "[a]"), ("map", "{a: b}")):
@@ -362,7 +365,7 @@ def syntax_seeds():
         for name, how in ways.items():
             yield f"{where}.{name}", "\n".join(emit(doc, 0, hook=(node, how))) + "\n"
         # JSON: escaped keys (serde_json copies them out of the text).
-        yield f"{where}.escaped-keys.json", emit_json_keys(doc, node, escaped) + "\n"
+        yield f"{where}.escaped-keys.json", emit_json(doc, spell=(node, escaped)) + "\n"
         # Anchors and aliases: the object, each of its fields' values and its first key through
         # an alias of an anchor under the free-form `status`, and `<<: *alias`.
         if not path:
@@ -398,8 +401,7 @@ def path_seeds():
     """(name, text): each path field of a component pointing at each of PLACES. Why: the fuzz
     target reads and updates (labels, scheduler name) every instance, and an update refuses to
     change a value's kind; byte mutations of `.spec.template` rarely reach those refusals."""
-    crd = yaml.safe_load(CRD.read_text())
-    root = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    root = schema_root()
     for path, schema in objects(root):
         if "structureDefinition" not in path:
             continue
@@ -412,26 +414,17 @@ def path_seeds():
                     yield f"{where}.{k}.{name}", "\n".join(emit(doc)) + "\n"
 
 
-def emit_json_keys(v, node, key):
-    """One-line JSON with the keys of `node` written by `key`."""
-    if isinstance(v, dict):
-        spell = key if v is node else json.dumps
-        return "{" + ",".join(f"{spell(k)}:{emit_json_keys(x, node, key)}"
-                              for k, x in v.items()) + "}"
-    if isinstance(v, list):
-        return "[" + ",".join(emit_json_keys(x, node, key) for x in v) + "]"
-    return json.dumps(v)
-
-
-def emit_json(v, dup=None):
-    """One-line JSON; `dup` as in `emit`."""
+def emit_json(v, dup=None, spell=None):
+    """One-line JSON; `dup` as in `emit`; `spell` = (object, key): that object's keys are
+    written by `key` (`escaped`)."""
     if isinstance(v, dict):
         items = list(v.items())
         if dup is not None and dup[0] is v:
             items.append((dup[1], v[dup[1]]))
-        return "{" + ",".join(f"{json.dumps(k)}:{emit_json(x, dup)}" for k, x in items) + "}"
+        key = spell[1] if spell is not None and spell[0] is v else json.dumps
+        return "{" + ",".join(f"{key(k)}:{emit_json(x, dup, spell)}" for k, x in items) + "}"
     if isinstance(v, list):
-        return "[" + ",".join(emit_json(x, dup) for x in v) + "]"
+        return "[" + ",".join(emit_json(x, dup, spell) for x in v) + "]"
     return json.dumps(v)
 
 
