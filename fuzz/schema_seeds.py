@@ -297,6 +297,24 @@ def entries(node, key=emit_scalar, value=None):
     return [f"{key(k)}: {value(k, x)}" for k, x in node.items()] or ["{}"]
 
 
+def separated(node):
+    """`node` with a comment between each key and its value, the value on the next line."""
+    return [line for k, x in node.items()
+            for line in (f"{k}: # value on the next line", f"  {emit_json(x)}")] or ["{}"]
+
+
+WHITESPACE = " \t\r\n"
+
+STRING_STYLES = {
+    "literal-strings": lambda k, x: [f"{k}: |-", f"  {x}"],
+    "folded-strings": lambda k, x: [f"{k}: >-", f"  {x}"],
+    "single-quoted-strings": lambda k, x: [f"{k}: '{x}'"],
+    "single-quoted-escape-strings": lambda k, x: [f"{k}: '" + x.replace("'", "''") + "'' '"],
+    "two-line-strings": lambda k, x: [f"{k}: {x}", f"  {x}"] if PLAIN.match(x) else [
+        f"{k}: {json.dumps(x)}"],
+}
+
+
 def field_value(field, text):
     """`entries`, with `field` (added when the object has no such field) written as `text`."""
     def how(node):
@@ -308,12 +326,15 @@ def field_value(field, text):
 def syntax_seeds():
     """(name, text) of each object of the format written in each of the YAML (and JSON) ways
     to spell the same mapping: keys that cannot be borrowed from the text (escaped, base64 in a
-    `!!binary` tag), tagged, quoted, explicit or non-string keys, comments, merge keys (`<<`),
-    anchors and aliases, and tagged or null-like values. Why: serde-saphyr hands a derived
-    decoder a key or a value on a different path for each of them (an owned key goes to
-    `visit_string`, a merged or aliased entry is replayed), and each path has its own copy of
-    every struct's field matching; in round 13 these seeds added about 2,000 edges that a run
-    of hours had not reached (see SECURITY.md)."""
+    `!!binary` tag), tagged, quoted, explicit or non-string keys, comments (after a key too),
+    merge keys (`<<`), anchors and aliases, tagged or null-like values, and strings the reader
+    builds (escaped, block scalars, over two lines); and in JSON, escaped keys and values and
+    whitespace in every gap. Why: serde-saphyr hands a derived decoder a key or a value on a
+    different path for each of them (an owned key goes to `visit_string`, a merged or aliased
+    entry is replayed), and each path has its own copy of every struct's field matching;
+    serde_json's parser is inlined into each struct's decoder. In round 13 these seeds added
+    about 2,000 edges that a run of hours had not reached, in round 14 the JSON whitespace
+    about 600 more (see SECURITY.md)."""
     root = schema_root()
     for path, schema in objects(root):
         where = ".".join(str(p) for p in path) or "root"
@@ -341,7 +362,19 @@ def syntax_seeds():
             "merge-under-fields": lambda n: entries(n) * bool(n) + [f"<<: {flow(n)}"],
             "merge-tagged": lambda n: [f"!!merge <<: {flow(n)}"],
             "merge-escaped-keys": lambda n: [f"<<: {flow(n, spell=(n, escaped))}"],
+            "comment-separator": lambda n: separated(n),
+            "comment-separator-unknown": lambda n: separated(dict(n, zzUnknownField="a")),
+            "escaped-values": lambda n: entries(n, value=lambda k, x: flow(x, text=escaped)),
+            "escaped-all": lambda n: entries(
+                n, escaped, value=lambda k, x: flow(x, spell=(x, escaped), text=escaped)),
         }
+        # Strings that the reader builds rather than borrows: block scalars, a quote escaped
+        # in single quotes, a plain scalar over two lines.
+        if any(isinstance(x, str) for x in node.values()):
+            for style, spell in STRING_STYLES.items():
+                ways[style] = lambda n, spell=spell: [
+                    line for k, x in n.items()
+                    for line in (spell(k, x) if isinstance(x, str) else [f"{k}: {flow(x)}"])]
         for odd_name, odd in (("int", "1"), ("bool", "true"), ("null", "~"), ("float", "1.5"),
                               ("empty", '""'), ("sequence", "[a]"), ("map", "{a: b}")):
             line = [f"? {odd}", ": a"] if odd[0] in "[{" else [f"{odd}: a"]
@@ -364,8 +397,16 @@ def syntax_seeds():
                 ways[f"{k}.{name}"] = field_value(k, text)
         for name, how in ways.items():
             yield f"{where}.{name}", "\n".join(emit(doc, 0, hook=(node, how))) + "\n"
-        # JSON: escaped keys (serde_json copies them out of the text).
+        # JSON: escaped keys and values (serde_json copies them out of the text), and each
+        # whitespace character in every gap (serde_json's parser is inlined into each decoder).
         yield f"{where}.escaped-keys.json", emit_json(doc, spell=(node, escaped)) + "\n"
+        yield f"{where}.escaped-values.json", emit_json(doc, text=escaped) + "\n"
+        yield f"{where}.escaped-all.json", emit_json(
+            doc, spell=(node, escaped), text=escaped) + "\n"
+        for name, spelled in (("", node), ("-unknown", dict(node, zzUnknownField="a")),
+                              ("-empty", {})):
+            yield f"{where}.whitespace{name}.json", emit_json(
+                place(root, path, spelled), gap=WHITESPACE) + "\n"
         # Anchors and aliases: the object, each of its fields' values and its first key through
         # an alias of an anchor under the free-form `status`, and `<<: *alias`.
         if not path:
@@ -414,18 +455,22 @@ def path_seeds():
                     yield f"{where}.{k}.{name}", "\n".join(emit(doc)) + "\n"
 
 
-def emit_json(v, dup=None, spell=None):
-    """One-line JSON; `dup` as in `emit`; `spell` = (object, key): that object's keys are
-    written by `key` (`escaped`)."""
+def emit_json(v, dup=None, spell=None, gap="", text=json.dumps):
+    """JSON; `dup` as in `emit`; `spell` = (object, key): that object's keys are written by
+    `key` (`escaped`); `gap` is written around every token (whitespace); `text` writes the
+    strings that are values."""
+    def again(x):
+        return emit_json(x, dup, spell, gap, text)
     if isinstance(v, dict):
         items = list(v.items())
         if dup is not None and dup[0] is v:
             items.append((dup[1], v[dup[1]]))
         key = spell[1] if spell is not None and spell[0] is v else json.dumps
-        return "{" + ",".join(f"{key(k)}:{emit_json(x, dup, spell)}" for k, x in items) + "}"
+        inner = ",".join(f"{gap}{key(k)}{gap}:{gap}{again(x)}{gap}" for k, x in items)
+        return "{" + gap + inner + gap + "}"
     if isinstance(v, list):
-        return "[" + ",".join(emit_json(x, dup, spell) for x in v) + "]"
-    return json.dumps(v)
+        return "[" + gap + ",".join(f"{gap}{again(x)}{gap}" for x in v) + gap + "]"
+    return text(v) if isinstance(v, str) else json.dumps(v)
 
 
 def forms(doc, dup):
