@@ -79,9 +79,11 @@ trap - EXIT
 total=$(grep -oE 'stat::number_of_executed_units: *[0-9]+' "$out" | awk '{print $2}')
 init=$(grep -m1 INITED "$out" | grep -oE 'cov: [0-9]+' | awk '{print $2}')
 init_n=$(grep -m1 INITED "$out" | grep -oE '^#[0-9]+' | tr -d '#')
-crashes=$(find artifacts/"$t" -type f | wc -l)
+# crash-, leak-, timeout-, oom- artifacts are failures; slow-unit- ones (-report_slow_units) are not.
+crashes=$(find artifacts/"$t" -type f ! -name 'slow-unit-*' | wc -l)
+slow=$(find artifacts/"$t" -type f -name 'slow-unit-*' | wc -l)
 mins=$(( ($(date +%s) - start) / 60 ))
-echo "run: rc=$rc replayed=$init_n inited_cov=$init final_cov=$last_cov execs=$total crashes=$crashes minutes=$mins" >> "$log"
+echo "run: rc=$rc replayed=$init_n inited_cov=$init final_cov=$last_cov execs=$total crashes=$crashes slow_units=$slow minutes=$mins" >> "$log"
 if [ -n "$verdict" ]; then
   echo "$verdict; $((total - last_new_execs)) executions after that one" >> "$log"
 elif [ "$rc" != 0 ]; then echo "stopped: exit $rc (a crash, a timeout or a leak: see $out)" >> "$log"
