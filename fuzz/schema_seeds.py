@@ -2,8 +2,8 @@
 """Seeds for the `definition` target from the Karta CRD's schema: every object of the format,
 with every field set, and with each field missing, doubled, null, given a value of each kind
 (bool, numbers, string, lists, maps), or the object written as a sequence of each length; each
-object in each YAML way to spell a mapping (`syntax_seeds`); each path field pointing at places
-an update must refuse (`path_seeds`).
+object in each YAML (and JSON) way to spell a mapping (`syntax_seeds`); each path field
+pointing at places an update must refuse (`path_seeds`).
 
     python3 fuzz/schema_seeds.py [OUT_DIR=fuzz/corpus/definition]
 
@@ -362,11 +362,11 @@ def syntax_seeds():
             "merge-under-fields": lambda n: entries(n) * bool(n) + [f"<<: {flow(n)}"],
             "merge-tagged": lambda n: [f"!!merge <<: {flow(n)}"],
             "merge-escaped-keys": lambda n: [f"<<: {flow(n, spell=(n, escaped))}"],
-            "comment-separator": lambda n: separated(n),
+            "comment-separator": separated,
             "comment-separator-unknown": lambda n: separated(dict(n, zzUnknownField="a")),
             "escaped-values": lambda n: entries(n, value=lambda k, x: flow(x, text=escaped)),
-            "escaped-all": lambda n: entries(
-                n, escaped, value=lambda k, x: flow(x, spell=(x, escaped), text=escaped)),
+            # the object's keys and every string value, as `escaped-all.json` below
+            "escaped-all": lambda n: entries(n, escaped, value=lambda k, x: flow(x, text=escaped)),
         }
         # Strings that the reader builds rather than borrows: block scalars, a quote escaped
         # in single quotes, a plain scalar over two lines.
