@@ -4,8 +4,9 @@
 //! definition that reads `.spec.replicatedJobs[].template.spec.template` writes exactly there.
 //! Only the asked fields change: a value equal to the current one is not written, missing
 //! parents are created as objects, and nothing is ever set to null. A write never changes the
-//! kind of a value (a string where an object is, an object where a list is): that is an error,
-//! and an update that fails leaves the object as it was.
+//! kind of a value (a string where an object is, an object where a list is) and never pads a
+//! list with nulls (an index past its end): those are errors, and an update that fails leaves
+//! the object as it was. Applied twice, an update changes nothing the second time.
 
 use crate::definition::{Definition, SpecShape};
 use crate::error::{Error, Result};
@@ -110,7 +111,10 @@ pub struct UpdateReport {
 
 /// Apply an update to a workload object (in place) through a definition. All or nothing:
 /// on an error (a field the definition has no path for, a path through a value of another
-/// kind) the object is left as it was.
+/// kind, an index past the end of a list) the object is left as it was. An update holds:
+/// applied again, it changes nothing. When a component's paths are computed (not plain
+/// paths), the update is applied a second time to check it, and one that would write again
+/// (its paths read what it writes) is an error.
 ///
 /// ```
 /// let def = wlmap_engine::Definition::compile(wlmap_schema::Karta::example(), wlmap_engine::Origin::Catalog).unwrap();
@@ -127,7 +131,66 @@ pub fn update(
     target: &Target,
     u: &PodUpdate,
 ) -> Result<UpdateReport> {
-    all_or_nothing(doc, |doc, log| update_in_place(def, doc, target, u, log))
+    all_or_nothing(doc, |doc, log| {
+        update_in_place(def, doc, target, u, log)?;
+        let moving: Vec<&str> = def
+            .components
+            .iter()
+            .filter(|c| target.component.as_deref().is_none_or(|t| t == c.def.name))
+            .filter(|c| places_may_move(c))
+            .map(|c| c.def.name.as_str())
+            .collect();
+        if moving.is_empty() || log.report.changed.is_empty() {
+            return Ok(()); // nothing written: a second pass would read the same document
+        }
+        // Applied again, an update changes nothing; a second pass that writes (or fails)
+        // means the places the definition names depend on what the first pass wrote.
+        let (wrote, templates) = (log.report.changed.len(), log.report.templates);
+        let again = update_in_place(def, doc, target, u, log);
+        log.report.templates = templates;
+        let what = match again {
+            Err(e) => format!("fail ({e})"),
+            Ok(()) if log.report.changed.len() > wrote => {
+                format!("write {} again", log.report.changed[wrote..].join(", "))
+            }
+            Ok(()) => return Ok(()),
+        };
+        Err(Error::Update {
+            component: moving.join(", "),
+            message: format!(
+                "its paths read what the update writes: applied again, the update would {what}; nothing was written"
+            ),
+        })
+    })
+}
+
+/// Whether the places a component writes may move when the update writes. Plain paths
+/// (`.spec.template`, `.spec.roles[].template`) name places by keys, indices and iteration,
+/// which writes below those places never change; any other expression may read what the
+/// update writes (`."\(.)"`, a key made of the whole document). Instance ids count too: with a
+/// targeted instance they choose the places.
+fn places_may_move(c: &crate::definition::Component) -> bool {
+    let computed = |e: &Expr| e.evaluator() != "plain";
+    let ids = c.instance_ids.as_ref().is_some_and(computed);
+    ids || match &c.spec {
+        None => false,
+        Some(SpecShape::Template(e)) => computed(e),
+        Some(SpecShape::PodSpec { spec, metadata }) => {
+            computed(spec) || metadata.as_ref().is_some_and(computed)
+        }
+        Some(SpecShape::Fragmented(f)) => [
+            &f.scheduler_name,
+            &f.priority_class_name,
+            &f.labels,
+            &f.annotations,
+            &f.node_affinity,
+            &f.pod_affinity,
+            &f.resources,
+        ]
+        .into_iter()
+        .flatten()
+        .any(computed),
+    }
 }
 
 /// Run `f` on `doc`, and put `doc` back as it was if `f` fails: an update stops at its first
@@ -599,11 +662,27 @@ impl<'a> Writer<'a> {
         let mut at = Some(doc);
         for (i, seg) in path.iter().enumerate() {
             let Some(here) = at.filter(|v| !v.is_null()) else {
-                return Ok(true); // created from here on
+                // Created from here on: each list made starts empty, so only index 0 is in it.
+                return match path[i..]
+                    .iter()
+                    .position(|s| s.as_u64().is_some_and(|n| n > 0))
+                {
+                    Some(j) => Err(self.past_the_end(path, &path[..i + j], 0)),
+                    None => Ok(true),
+                };
             };
             at = match (seg, here) {
                 (Value::String(k), Value::Object(m)) => m.get(k.as_str()),
-                (Value::Number(n), Value::Array(a)) => n.as_u64().and_then(|i| a.get(i as usize)),
+                (Value::Number(n), Value::Array(a)) => match n.as_u64() {
+                    // jq's paths may index past a list's end (`path(.a[5])` on `[]`); writing
+                    // there would pad the list with nulls, and appending instead would write
+                    // somewhere else each time.
+                    Some(n) if n as usize > a.len() => {
+                        return Err(self.past_the_end(path, &path[..i], a.len()));
+                    }
+                    Some(n) => a.get(n as usize),
+                    None => None,
+                },
                 (Value::String(_), _) => {
                     return Err(self.conflict(path, &path[..i], here, "an object"));
                 }
@@ -617,6 +696,20 @@ impl<'a> Writer<'a> {
             }
             _ => Ok(true),
         }
+    }
+
+    /// The error for a write at an index past the end of the list at `list` (`len` entries;
+    /// 0 for a list the write would create).
+    fn past_the_end(&self, path: &[Value], list: &[Value], len: usize) -> Error {
+        let index = &path[list.len()];
+        let list = match pointer(list) {
+            p if p.is_empty() => "the whole object".to_string(),
+            p => p,
+        };
+        self.error(format!(
+            "cannot write at {}: index {index} is past the end of the list at {list} ({len} entries); an update never pads a list with nulls",
+            pointer(path),
+        ))
     }
 
     fn conflict(&self, path: &[Value], at: &[Value], old: &Value, new: &str) -> Error {
@@ -718,8 +811,8 @@ fn walk_creating<'a>(
                 }
                 let a = at.as_array_mut()?;
                 if idx >= a.len() {
-                    // Paths come from the document itself, so an index past the end means the
-                    // document changed under us; append rather than pad with nulls.
+                    // The index is the list's length (`Writer::needs_write` refuses any past
+                    // it): the entry is appended.
                     first.get_or_insert((i + 1, None));
                     a.push(Value::Object(Map::new()));
                     let last = a.len() - 1;
@@ -896,7 +989,7 @@ mod undo_tests {
     }
 
     /// Each kind of first change: a leaf replaced, a key added under existing objects, a null
-    /// parent replaced by an object, an element appended.
+    /// parent replaced by an object, an element appended (at the list's length).
     #[test]
     fn each_kind_of_write_is_undone() {
         let original = json!({"z": 1, "a": {"b": "x", "n": null}, "l": [{"k": 1}]});
@@ -930,7 +1023,7 @@ mod undo_tests {
         .unwrap();
         w.set(
             &mut doc,
-            &p(&[json!("l"), json!(5), json!("k")]),
+            &p(&[json!("l"), json!(1), json!("k")]),
             json!(2),
             &mut log,
         )

@@ -725,6 +725,162 @@ fn fuzz_found_a_scheduler_name_path_at_the_whole_object_is_refused() {
     assert_eq!(o, before, "nothing written, not even the labels before it");
 }
 
+/// Found by the `definition` fuzz target (`testdata/template-index-past-the-end.fuzz`, a seed
+/// made of an `expression` corpus input): jq's `path(.ss[2][2]?[2]?)` on an object without
+/// `ss` is `["ss", 2, 2, 2]`, an index past the end of lists that do not exist yet. The update
+/// appended each entry instead, so it wrote at index 0, reported `/ss/2/2/2`, and appended
+/// again on the next run: not idempotent. Padding with nulls would write nulls; so it is an
+/// error that names the field, the place and the list, and nothing is written.
+#[test]
+fn fuzz_found_a_template_path_past_the_end_of_a_list_is_refused() {
+    let text = include_str!("../testdata/template-index-past-the-end.fuzz");
+    let k = wlmap_schema::decode_one(text, "fuzz.yaml").expect("decodes");
+    let d = Definition::compile(k, Origin::File).expect("compiles");
+    let before = json!({"apiVersion": "g/v1", "kind": "W",
+        "metadata": {"name": "w", "namespace": "ns", "uid": "u"}});
+    let mut o = before.clone();
+    let u = PodUpdate {
+        scheduler_name: Some("kai".into()),
+        labels: [("team".to_string(), "x".to_string())].into(),
+        ..Default::default()
+    };
+    let e = update(&d, &mut o, &Target::all(), &u)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("index 2 is past the end of the list at /ss (0 entries)"),
+        "{e}"
+    );
+    assert!(e.contains("component w"), "{e}");
+    assert_eq!(o, before, "nothing written");
+}
+
+const INDEXED: &str = r#"
+apiVersion: run.ai/v1alpha1
+kind: Karta
+metadata: {name: indexed}
+spec:
+  structureDefinition:
+    rootComponent:
+      name: w
+      kind: {group: example.io, version: v1, kind: W}
+      specDefinition: {podTemplateSpecPath: ".spec.roles[1].template"}
+      statusDefinition: {phaseDefinition: {path: .status.phase}, statusMappings: {running: [{byPhase: Running}]}}
+"#;
+
+/// An index equal to a list's length appends the entry, and the next update finds it there
+/// (idempotent); an index past the end, in an existing list or one the write would create,
+/// is refused and writes nothing.
+#[test]
+fn a_write_may_append_to_a_list_but_never_pads_it() {
+    let d = def(INDEXED);
+    let u = PodUpdate {
+        scheduler_name: Some("kai".into()),
+        ..Default::default()
+    };
+    let mut o = json!({"apiVersion": "example.io/v1", "kind": "W", "metadata": {"name": "w"},
+        "spec": {"roles": [{"name": "a"}]}});
+    let r = update(&d, &mut o, &Target::all(), &u).expect("appends");
+    assert_eq!(r.changed, ["/spec/roles/1/template/spec/schedulerName"]);
+    assert_eq!(
+        o["spec"]["roles"],
+        json!([{"name": "a"}, {"template": {"spec": {"schedulerName": "kai"}}}])
+    );
+    let again = update(&d, &mut o.clone(), &Target::all(), &u).expect("applies again");
+    assert!(again.changed.is_empty(), "{:?}", again.changed);
+
+    for before in [
+        json!({"apiVersion": "example.io/v1", "kind": "W", "metadata": {"name": "w"}, "spec": {"roles": []}}),
+        json!({"apiVersion": "example.io/v1", "kind": "W", "metadata": {"name": "w"}, "spec": {}}),
+    ] {
+        let mut o = before.clone();
+        let e = update(&d, &mut o, &Target::all(), &u)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("cannot write at /spec/roles/1/template/spec/schedulerName: index 1 is past the end of the list at /spec/roles (0 entries)"),
+            "{e}"
+        );
+        assert_eq!(o, before, "nothing written");
+    }
+}
+
+/// Found by the `definition` fuzz target (`testdata/template-path-made-of-the-document.fuzz`):
+/// `podTemplateSpecPath: ."\(.):"` names a key made of the whole document, so each update
+/// wrote under a new key, and the next update under another. An update whose paths are not
+/// plain is applied a second time to check that it holds; this one does not, so it is an error
+/// naming the component and what the second pass would write, and nothing is written.
+#[test]
+fn fuzz_found_a_template_path_that_reads_what_the_update_writes_is_refused() {
+    let text = include_str!("../testdata/template-path-made-of-the-document.fuzz");
+    let k = wlmap_schema::decode_one(text, "fuzz.yaml").expect("decodes");
+    let d = Definition::compile(k, Origin::File).expect("compiles");
+    let before = json!({"apiVersion": "g/v1", "kind": "W",
+        "metadata": {"name": "w", "namespace": "ns", "uid": "u"}});
+    let mut o = before.clone();
+    let u = PodUpdate {
+        scheduler_name: Some("kai".into()),
+        ..Default::default()
+    };
+    let e = update(&d, &mut o, &Target::all(), &u)
+        .unwrap_err()
+        .to_string();
+    assert!(e.starts_with("cannot update component w: its paths read what the update writes: applied again, the update would write /"), "{e}");
+    assert!(
+        e.ends_with("/spec/schedulerName again; nothing was written"),
+        "{e}"
+    );
+    assert_eq!(o, before, "nothing written");
+}
+
+const SELECTED: &str = r#"
+apiVersion: run.ai/v1alpha1
+kind: Karta
+metadata: {name: selected}
+spec:
+  structureDefinition:
+    rootComponent:
+      name: w
+      kind: {group: example.io, version: v1, kind: W}
+      specDefinition: {podTemplateSpecPath: 'SELECT'}
+      statusDefinition: {phaseDefinition: {path: .status.phase}, statusMappings: {running: [{byPhase: Running}]}}
+"#;
+
+/// Computed paths that hold: a role chosen by its name, and roles chosen by the very field
+/// the update writes (the second pass finds none left to write). Both apply, and again is a
+/// no-op.
+#[test]
+fn computed_paths_that_hold_are_applied() {
+    let u = PodUpdate {
+        scheduler_name: Some("kai".into()),
+        ..Default::default()
+    };
+    for select in [
+        r#".spec.roles[] | select(.name == "b") | .template"#,
+        r#".spec.roles[] | select(.template.spec.schedulerName != "kai") | .template"#,
+    ] {
+        let d = def(&SELECTED.replace("SELECT", select));
+        let e = wlmap_expr::Expr::compile(select).unwrap();
+        assert_ne!(
+            e.evaluator(),
+            "plain",
+            "{select} is checked by a second pass"
+        );
+        let mut o = json!({"apiVersion": "example.io/v1", "kind": "W", "metadata": {"name": "w"},
+            "spec": {"roles": [{"name": "a", "template": {"spec": {"schedulerName": "kai"}}},
+                               {"name": "b", "template": {"spec": {}}}]}});
+        let r = update(&d, &mut o, &Target::all(), &u).expect(select);
+        assert_eq!(
+            r.changed,
+            ["/spec/roles/1/template/spec/schedulerName"],
+            "{select}"
+        );
+        assert_eq!(r.templates, 1, "{select}");
+        let again = update(&d, &mut o, &Target::all(), &u).expect(select);
+        assert!(again.changed.is_empty(), "{select}: {:?}", again.changed);
+    }
+}
+
 /// A path through a value of another kind (labels that are a string) is an error, not a
 /// replacement of that value with an object; and an update that fails writes nothing, though
 /// the first role's labels were written before the second role's failed.
