@@ -6,6 +6,8 @@ use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::path::Path;
 
+mod common;
+
 fn selector_text(c: &wlmap_schema::ComponentDefinition) -> String {
     let mut parts = Vec::new();
     if let Some(sel) = &c.pod_selector {
@@ -152,6 +154,60 @@ fn render() -> String {
             }
             let _ = writeln!(s, "\nGangs: {}.", gs.join("; "));
         }
+    }
+    s.push_str(&updates(&kartas));
+    s
+}
+
+/// What `wlmap set --scheduler-name kai-scheduler -l team=ml` does through each definition on
+/// its representative fixture: how many pod templates it reaches and values it writes, or why
+/// the definition refuses it. Why here: an update needs every path to be a writable jq path,
+/// which a definition that only reads (`to_entries`, objects built from fields, `// empty` on
+/// an absent field) is not, and users should see that before they try.
+fn updates(kartas: &[(&str, wlmap_schema::Karta)]) -> String {
+    let reg = wlmap_catalog::registry().expect("catalog");
+    let mut s = String::from(
+        "\n## Updates (`wlmap set`)\n\nThe scheduler name `kai-scheduler` and the label `team=ml`, set through each definition on the\nroot object of its fixture's `running` state (else its first state). A definition whose paths\nare not writable jq paths (`path(...)` refuses `to_entries`, objects built from fields, a\ntemplate made up when the field is absent) refuses the update and writes nothing; a path\nwritten `X // empty` names no place where X is absent, so nothing is written there.\n\n| Definition | State | Result |\n| --- | --- | --- |\n",
+    );
+    for (_, k) in kartas {
+        let def = reg.by_name(&k.name()).expect("definition");
+        let state = common::representative(&k.name());
+        let mut root = common::objects(&state)[0].json().clone();
+        let u = wlmap_engine::PodUpdate {
+            scheduler_name: Some("kai-scheduler".into()),
+            labels: [("team".to_string(), "ml".to_string())].into(),
+            ..Default::default()
+        };
+        let result = match wlmap_engine::update(def, &mut root, &wlmap_engine::Target::all(), &u) {
+            Ok(r) => format!(
+                "{} pod template{}, {} value{} written",
+                r.templates,
+                if r.templates == 1 { "" } else { "s" },
+                r.changed.len(),
+                if r.changed.len() == 1 { "" } else { "s" }
+            ),
+            Err(e) => {
+                let e = e.to_string();
+                let e = e.split(" with input ").next().unwrap_or(&e);
+                let e = e.split_whitespace().collect::<Vec<_>>().join(" ");
+                // A long expression is cut so that the reason after it shows.
+                let e = match e.split('`').collect::<Vec<_>>().as_slice() {
+                    [before, expr, after @ ..] if expr.chars().count() > 48 => {
+                        let cut: String = expr.chars().take(40).collect();
+                        format!("{before}`{cut}…`{}", after.join("`"))
+                    }
+                    _ => e,
+                };
+                format!("refused: {}", e.replace('|', "\\|"))
+            }
+        };
+        let _ = writeln!(
+            s,
+            "| `{}` | {} | {} |",
+            k.name(),
+            common::name(&state),
+            result
+        );
     }
     s
 }
