@@ -881,6 +881,21 @@ fn computed_paths_that_hold_are_applied() {
     }
 }
 
+/// Found by replaying the `definition` corpus under AddressSanitizer (round 15;
+/// `testdata/status-path-421-factors.fuzz`): a conditions path that multiplies 421 numbers
+/// overflowed the stack while it was evaluated, which aborts the process. Syntax nested past
+/// `wlmap_expr::MAX_SYNTAX_DEPTH` is refused when the definition compiles, naming the field.
+#[test]
+fn fuzz_found_an_expression_nested_too_deeply_is_refused_when_compiled() {
+    let text = include_str!("../testdata/status-path-421-factors.fuzz");
+    let k = wlmap_schema::decode_one(text, "fuzz.yaml").expect("decodes");
+    let e = Definition::compile(k, Origin::File)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("nests too deeply"), "{e}");
+    assert!(e.contains("path: the expression nests too deeply"), "{e}");
+}
+
 /// A path through a value of another kind (labels that are a string) is an error, not a
 /// replacement of that value with an object; and an update that fails writes nothing, though
 /// the first role's labels were written before the second role's failed.

@@ -719,6 +719,7 @@ fn analyse(
     text: &str,
     vars: &[String],
 ) -> Result<(Option<Vec<plain::Step>>, Option<native::Node>), CompileError> {
+    check_depth(text)?;
     if let Some(steps) = plain::parse(text) {
         // Fields and indices only: nothing the sandbox or the compiler could refuse.
         return Ok((Some(steps), None));
@@ -1126,6 +1127,106 @@ fn compile_program(
             let (part, undef) = &es[0];
             err(part, format!("undefined {} `{}`", undef.as_str(), part))
         })
+}
+
+/// How deep an expression's syntax may nest, counted by [`check_depth`]. Lexing, parsing,
+/// compiling and evaluating recurse once per level or more: in a release build, `2*2*…*2` with
+/// 1,000 factors overflowed a 2 MiB thread stack (a Tokio worker's), which aborts the process.
+/// 128 leaves a margin of more than 4× there, and fits an AddressSanitizer build's bigger
+/// frames on the 8 MiB main stack; the catalog's deepest expression (TrainJob's) is at 53.
+pub const MAX_SYNTAX_DEPTH: usize = 128;
+
+/// Refuse an expression whose syntax nests deeper than [`MAX_SYNTAX_DEPTH`], before anything
+/// recursive reads it. The depth at a place is an upper bound of the syntax tree's: the
+/// brackets open there (`(`, `[`, `{`, string interpolations) plus every operator character
+/// and keyword met so far at each of those levels (a chain `a * b * c` is a tree as deep as it
+/// has operators). Strings and comments do not count.
+///
+/// ```
+/// let deep = vec!["2"; 200].join(" * ");
+/// let e = wlmap_expr::Expr::compile(&deep).unwrap_err();
+/// assert!(e.message.contains("nests too deeply"), "{e}");
+/// assert!(wlmap_expr::Expr::compile(&vec!["2"; 100].join(" * ")).is_ok());
+/// ```
+fn check_depth(text: &str) -> Result<(), CompileError> {
+    const KEYWORDS: &[&str] = &[
+        "and", "or", "if", "then", "elif", "else", "reduce", "foreach", "def", "try", "catch",
+        "label", "as",
+    ];
+    // Per open level: whether it is a string interpolation `\(`, and its operators so far.
+    let mut levels: Vec<(bool, usize)> = vec![(false, 0)];
+    let mut total = 0usize; // open levels beyond the first, plus every level's operators
+    let b = text.as_bytes();
+    let (mut i, mut in_string) = (0, false);
+    while i < b.len() {
+        let c = b[i];
+        let before = total;
+        if in_string {
+            match c {
+                b'\\' if b.get(i + 1) == Some(&b'(') => {
+                    levels.push((true, 0));
+                    total += 1;
+                    in_string = false;
+                    i += 1;
+                }
+                b'\\' => i += 1,
+                b'"' => in_string = false,
+                _ => {}
+            }
+        } else {
+            match c {
+                b'"' => in_string = true,
+                b'#' => {
+                    while i < b.len() && b[i] != b'\n' {
+                        i += 1;
+                    }
+                }
+                b'(' | b'[' | b'{' => {
+                    levels.push((false, 0));
+                    total += 1;
+                }
+                b')' | b']' | b'}' if levels.len() > 1 => {
+                    let (interpolation, ops) = levels.pop().unwrap_or_default();
+                    total -= 1 + ops;
+                    in_string = interpolation && c == b')';
+                }
+                b'|' | b',' | b'/' | b'=' | b'<' | b'>' | b'!' | b'+' | b'-' | b'*' | b'%'
+                | b'?' => {
+                    if let Some(l) = levels.last_mut() {
+                        l.1 += 1;
+                    }
+                    total += 1;
+                }
+                c if c.is_ascii_alphabetic() || c == b'_' => {
+                    let start = i;
+                    while i + 1 < b.len() && (b[i + 1].is_ascii_alphanumeric() || b[i + 1] == b'_')
+                    {
+                        i += 1;
+                    }
+                    // `.if` is a field, `$as` a variable: only a bare word is a keyword.
+                    let bare = start == 0 || !matches!(b[start - 1], b'.' | b'$');
+                    if bare && KEYWORDS.contains(&&text[start..=i]) {
+                        if let Some(l) = levels.last_mut() {
+                            l.1 += 1;
+                        }
+                        total += 1;
+                    }
+                }
+                _ => {}
+            }
+        }
+        if total > before && total > MAX_SYNTAX_DEPTH {
+            return Err(CompileError {
+                source_text: text.to_string(),
+                span: i..(i + 1).min(text.len()),
+                message: format!(
+                    "the expression nests too deeply: more than {MAX_SYNTAX_DEPTH} levels of brackets and operators here (evaluating it could overflow the stack)"
+                ),
+            });
+        }
+        i += 1;
+    }
+    Ok(())
 }
 
 /// Refuse forbidden builtins and variables (with the span of the first offending token) and

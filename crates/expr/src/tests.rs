@@ -735,6 +735,65 @@ mod plain_paths {
     }
 }
 
+/// Syntax nested deeper than `MAX_SYNTAX_DEPTH` is refused before anything recursive reads
+/// it: a product of 421 factors in a definition overflowed the stack of the AddressSanitizer
+/// build (found by replaying the `definition` corpus, round 15), and one of 1,000 that of a
+/// 2 MiB thread in a release build. Each shape at the bound compiles and evaluates on a 2 MiB
+/// thread (a Tokio worker's stack) in a release build (`cargo test --release`), on 16 MiB in a
+/// debug build, whose frames are several times bigger; past it, compiling is an error with the
+/// place.
+#[test]
+fn syntax_depth_is_bounded_before_the_stack_is() {
+    let n = MAX_SYNTAX_DEPTH;
+    let stack = if cfg!(debug_assertions) {
+        16 << 20
+    } else {
+        2 << 20
+    };
+    let at_the_bound = [
+        vec!["2"; n].join("*"),
+        format!("{}2{}", "(".repeat(n - 1), ")".repeat(n - 1)),
+        format!("{}2{}", "[".repeat(n - 1), "]".repeat(n - 1)),
+        format!("{}1{}", "{a:".repeat(n - 1), "}".repeat(n - 1)),
+        format!("{}1{}", "\"\\(".repeat(n - 1), ")\"".repeat(n - 1)),
+        format!("{}1", "-".repeat(n - 1)),
+        format!(
+            "{}1{}",
+            "if . then ".repeat(n / 3),
+            " else 0 end".repeat(n / 3)
+        ),
+    ];
+    for text in at_the_bound {
+        let shown = text.chars().take(20).collect::<String>();
+        let ok = std::thread::Builder::new()
+            .stack_size(stack)
+            .spawn(move || {
+                let e = Expr::compile(&text).map_err(|e| e.to_string())?;
+                e.eval(&Val::Null, &[], &Limits::default())
+                    .map(|out| out.len())
+                    .map_err(|e| e.to_string())
+            })
+            .unwrap()
+            .join()
+            .expect("no overflow");
+        assert_eq!(ok, Ok(1), "{shown}…");
+    }
+    for text in [
+        vec!["2"; n + 2].join("*"),
+        vec!["2"; 1000].join("*"),
+        format!("{}2{}", "(".repeat(100_000), ")".repeat(100_000)),
+        format!("[{}]", vec!["1"; 200].join(",")),
+    ] {
+        let e = Expr::compile(&text).unwrap_err();
+        assert!(e.message.contains("nests too deeply"), "{e}");
+        assert!(
+            e.span.start <= 100_000 && e.span.end <= text.len(),
+            "{:?}",
+            e.span
+        );
+    }
+}
+
 /// Values nested deeper than `MAX_DEPTH` are refused when built: dropping a value nested
 /// 100,000 deep overflowed the stack and aborted the process (found by this test).
 #[test]
