@@ -1032,13 +1032,14 @@ fn fuzz_input(text: &str) -> (Expr, Limits) {
 }
 
 /// The fuzz input that found it (`expression` target, a 14 s run under a 200 ms deadline).
+/// Its syntax nests about 500 levels deep, so since round 15 it is refused when compiled
+/// (`syntax_depth_is_bounded_before_the_stack_is`); `swallowed_products_hit_the_step_budget`
+/// keeps the step budget's case.
 #[test]
 fn fuzz_found_swallowed_products_end_on_the_step_budget() {
     let text = include_str!("../testdata/swallowed-products.fuzz");
-    let limits = fuzz_limits();
-    let e = Expr::compile_with_vars(text, &["parentInstance"]).expect("compiles");
-    let r = e.eval_interpreted(&Val::Null, &[Val::Null], &limits);
-    assert!(on_step_budget(&r), "{r:?}");
+    let e = Expr::compile_with_vars(text, &["parentInstance"]).unwrap_err();
+    assert!(e.message.contains("nests too deeply"), "{e}");
 }
 
 /// The fuzz input that found it (`expression` target, round 9: more than two minutes under a
