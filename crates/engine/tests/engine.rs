@@ -733,47 +733,39 @@ fn fuzz_found_a_scheduler_name_path_at_the_whole_object_is_refused() {
 /// error that names the field, the place and the list, and nothing is written.
 #[test]
 fn fuzz_found_a_template_path_past_the_end_of_a_list_is_refused() {
-    let text = include_str!("../testdata/template-index-past-the-end.fuzz");
-    let k = wlmap_schema::decode_one(text, "fuzz.yaml").expect("decodes");
+    let e = refused_update(include_str!("../testdata/template-index-past-the-end.fuzz"));
+    assert!(
+        e.contains("index 2 is past the end of the list at /ss (0 entries)"),
+        "{e}"
+    );
+    assert!(e.contains("component w"), "{e}");
+}
+
+/// The error of setting a scheduler name through a fuzz-found definition (root kind `g/v1`
+/// `W`) on an object of its kind, which must write nothing.
+fn refused_update(definition: &str) -> String {
+    let k = wlmap_schema::decode_one(definition, "fuzz.yaml").expect("decodes");
     let d = Definition::compile(k, Origin::File).expect("compiles");
     let before = json!({"apiVersion": "g/v1", "kind": "W",
         "metadata": {"name": "w", "namespace": "ns", "uid": "u"}});
     let mut o = before.clone();
     let u = PodUpdate {
         scheduler_name: Some("kai".into()),
-        labels: [("team".to_string(), "x".to_string())].into(),
         ..Default::default()
     };
-    let e = update(&d, &mut o, &Target::all(), &u)
-        .unwrap_err()
-        .to_string();
-    assert!(
-        e.contains("index 2 is past the end of the list at /ss (0 entries)"),
-        "{e}"
-    );
-    assert!(e.contains("component w"), "{e}");
+    let Err(e) = update(&d, &mut o, &Target::all(), &u) else {
+        panic!("the update applied");
+    };
     assert_eq!(o, before, "nothing written");
+    e.to_string()
 }
-
-const INDEXED: &str = r#"
-apiVersion: run.ai/v1alpha1
-kind: Karta
-metadata: {name: indexed}
-spec:
-  structureDefinition:
-    rootComponent:
-      name: w
-      kind: {group: example.io, version: v1, kind: W}
-      specDefinition: {podTemplateSpecPath: ".spec.roles[1].template"}
-      statusDefinition: {phaseDefinition: {path: .status.phase}, statusMappings: {running: [{byPhase: Running}]}}
-"#;
 
 /// An index equal to a list's length appends the entry, and the next update finds it there
 /// (idempotent); an index past the end, in an existing list or one the write would create,
 /// is refused and writes nothing.
 #[test]
 fn a_write_may_append_to_a_list_but_never_pads_it() {
-    let d = def(INDEXED);
+    let d = def(&ONE_ROOT.replace("SELECT", ".spec.roles[1].template"));
     let u = PodUpdate {
         scheduler_name: Some("kai".into()),
         ..Default::default()
@@ -812,31 +804,21 @@ fn a_write_may_append_to_a_list_but_never_pads_it() {
 /// naming the component and what the second pass would write, and nothing is written.
 #[test]
 fn fuzz_found_a_template_path_that_reads_what_the_update_writes_is_refused() {
-    let text = include_str!("../testdata/template-path-made-of-the-document.fuzz");
-    let k = wlmap_schema::decode_one(text, "fuzz.yaml").expect("decodes");
-    let d = Definition::compile(k, Origin::File).expect("compiles");
-    let before = json!({"apiVersion": "g/v1", "kind": "W",
-        "metadata": {"name": "w", "namespace": "ns", "uid": "u"}});
-    let mut o = before.clone();
-    let u = PodUpdate {
-        scheduler_name: Some("kai".into()),
-        ..Default::default()
-    };
-    let e = update(&d, &mut o, &Target::all(), &u)
-        .unwrap_err()
-        .to_string();
+    let e = refused_update(include_str!(
+        "../testdata/template-path-made-of-the-document.fuzz"
+    ));
     assert!(e.starts_with("cannot update component w: its paths read what the update writes: applied again, the update would write /"), "{e}");
     assert!(
         e.ends_with("/spec/schedulerName again; nothing was written"),
         "{e}"
     );
-    assert_eq!(o, before, "nothing written");
 }
 
-const SELECTED: &str = r#"
+/// A root component whose pod template is at `SELECT`.
+const ONE_ROOT: &str = r#"
 apiVersion: run.ai/v1alpha1
 kind: Karta
-metadata: {name: selected}
+metadata: {name: one-root}
 spec:
   structureDefinition:
     rootComponent:
@@ -859,7 +841,7 @@ fn computed_paths_that_hold_are_applied() {
         r#".spec.roles[] | select(.name == "b") | .template"#,
         r#".spec.roles[] | select(.template.spec.schedulerName != "kai") | .template"#,
     ] {
-        let d = def(&SELECTED.replace("SELECT", select));
+        let d = def(&ONE_ROOT.replace("SELECT", select));
         let e = wlmap_expr::Expr::compile(select).unwrap();
         assert_ne!(
             e.evaluator(),
