@@ -169,15 +169,15 @@ fn updates(kartas: &[(&str, wlmap_schema::Karta)]) -> String {
     let mut s = String::from(
         "\n## Updates (`wlmap set`)\n\nThe scheduler name `kai-scheduler` and the label `team=ml`, set through each definition on the\nroot object of its fixture's `running` state (else its first state). A definition whose paths\nare not writable jq paths (`path(...)` refuses `to_entries`, objects built from fields, a\ntemplate made up when the field is absent) refuses the update and writes nothing; a path\nwritten `X // empty` names no place where X is absent, so nothing is written there.\n\n| Definition | State | Result |\n| --- | --- | --- |\n",
     );
+    let u = wlmap_engine::PodUpdate {
+        scheduler_name: Some("kai-scheduler".into()),
+        labels: [("team".to_string(), "ml".to_string())].into(),
+        ..Default::default()
+    };
     for (_, k) in kartas {
         let def = reg.by_name(&k.name()).expect("definition");
         let state = common::representative(&k.name());
         let mut root = common::objects(&state)[0].json().clone();
-        let u = wlmap_engine::PodUpdate {
-            scheduler_name: Some("kai-scheduler".into()),
-            labels: [("team".to_string(), "ml".to_string())].into(),
-            ..Default::default()
-        };
         let result = match wlmap_engine::update(def, &mut root, &wlmap_engine::Target::all(), &u) {
             Ok(r) => format!(
                 "{} pod template{}, {} value{} written",

@@ -133,6 +133,9 @@ pub fn update(
 ) -> Result<UpdateReport> {
     all_or_nothing(doc, |doc, log| {
         update_in_place(def, doc, target, u, log)?;
+        if log.report.changed.is_empty() {
+            return Ok(()); // nothing written: a second pass would read the same document
+        }
         let moving: Vec<&str> = def
             .components
             .iter()
@@ -140,8 +143,8 @@ pub fn update(
             .filter(|c| places_may_move(c))
             .map(|c| c.def.name.as_str())
             .collect();
-        if moving.is_empty() || log.report.changed.is_empty() {
-            return Ok(()); // nothing written: a second pass would read the same document
+        if moving.is_empty() {
+            return Ok(()); // plain paths only: the places cannot move
         }
         // Applied again, an update changes nothing; a second pass that writes (or fails)
         // means the places the definition names depend on what the first pass wrote.
@@ -701,22 +704,15 @@ impl<'a> Writer<'a> {
     /// The error for a write at an index past the end of the list at `list` (`len` entries;
     /// 0 for a list the write would create).
     fn past_the_end(&self, path: &[Value], list: &[Value], len: usize) -> Error {
-        let index = &path[list.len()];
-        let list = match pointer(list) {
-            p if p.is_empty() => "the whole object".to_string(),
-            p => p,
-        };
         self.error(format!(
-            "cannot write at {}: index {index} is past the end of the list at {list} ({len} entries); an update never pads a list with nulls",
+            "cannot write at {}: index {} is past the end of the list at {} ({len} entries); an update never pads a list with nulls",
             pointer(path),
+            path[list.len()],
+            place(list),
         ))
     }
 
     fn conflict(&self, path: &[Value], at: &[Value], old: &Value, new: &str) -> Error {
-        let place = |p: &[Value]| match pointer(p) {
-            p if p.is_empty() => "the whole object".to_string(),
-            p => p,
-        };
         self.error(format!(
             "writing {} would replace {} at {} with {new}; an update never changes the kind of a value",
             place(path),
@@ -735,6 +731,14 @@ impl<'a> Writer<'a> {
             component: self.comp.to_string(),
             message,
         }
+    }
+}
+
+/// A place in the object, as errors name it: its JSON pointer, or "the whole object".
+fn place(p: &[Value]) -> String {
+    match pointer(p) {
+        p if p.is_empty() => "the whole object".to_string(),
+        p => p,
     }
 }
 

@@ -1161,6 +1161,7 @@ fn check_depth(text: &str) -> Result<(), CompileError> {
     while i < b.len() {
         let c = b[i];
         let before = total;
+        let mut operator = false;
         if in_string {
             match c {
                 b'\\' if b.get(i + 1) == Some(&b'(') => {
@@ -1191,12 +1192,7 @@ fn check_depth(text: &str) -> Result<(), CompileError> {
                     in_string = interpolation && c == b')';
                 }
                 b'|' | b',' | b'/' | b'=' | b'<' | b'>' | b'!' | b'+' | b'-' | b'*' | b'%'
-                | b'?' => {
-                    if let Some(l) = levels.last_mut() {
-                        l.1 += 1;
-                    }
-                    total += 1;
-                }
+                | b'?' => operator = true,
                 c if c.is_ascii_alphabetic() || c == b'_' => {
                     let start = i;
                     while i + 1 < b.len() && (b[i + 1].is_ascii_alphanumeric() || b[i + 1] == b'_')
@@ -1205,15 +1201,17 @@ fn check_depth(text: &str) -> Result<(), CompileError> {
                     }
                     // `.if` is a field, `$as` a variable: only a bare word is a keyword.
                     let bare = start == 0 || !matches!(b[start - 1], b'.' | b'$');
-                    if bare && KEYWORDS.contains(&&text[start..=i]) {
-                        if let Some(l) = levels.last_mut() {
-                            l.1 += 1;
-                        }
-                        total += 1;
-                    }
+                    operator = bare && KEYWORDS.contains(&&text[start..=i]);
                 }
                 _ => {}
             }
+        }
+        if operator {
+            // `levels` always holds the outermost level: closing brackets never pop it.
+            if let Some(l) = levels.last_mut() {
+                l.1 += 1;
+            }
+            total += 1;
         }
         if total > before && total > MAX_SYNTAX_DEPTH {
             return Err(CompileError {
