@@ -249,9 +249,9 @@ pub fn set(ctx: &Context, a: &SetArgs, u: &PodUpdate, t: &Target) -> Result {
     let Some(conn) = &ctx.cluster else {
         return Err(usage("no cluster connection"));
     };
-    let (gvk, name) = single(&ctx.reg, &a.targets)?;
+    let (gvk, name) = single(ctx.reg(), &a.targets)?;
     let def = ctx
-        .reg
+        .reg()
         .for_kind(&gvk)
         .cloned()
         .ok_or_else(|| crate::exit::no_definition(format!("no definition for {gvk}")))?;

@@ -17,6 +17,7 @@ use clap::{CommandFactory, Parser};
 use context::Context;
 use exit::{Code, Failure};
 use std::io::Write;
+use wlmap_inventory::Index;
 
 // Resolving a cluster-wide view allocates many small JSON and jaq values; glibc's allocator
 // spent a third of the time in malloc/free there (perf), mimalloc much less (BENCHMARKS.md).
@@ -69,8 +70,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
         let reg = defs::registry(&g.definitions, vec![])?;
         Context {
             global: g,
-            set,
-            reg,
+            index: Index::new(reg, set.objects),
             offline: true,
             cluster: None,
         }
@@ -83,8 +83,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
         let reg = defs::registry(&g.definitions, vec![])?;
         Context {
             global: g,
-            set: source::ObjectSet::default(),
-            reg,
+            index: Index::new(reg, []),
             offline: true,
             cluster: None,
         }
@@ -113,8 +112,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
         }
         Context {
             global: g,
-            set,
-            reg,
+            index: Index::new(reg, set.objects),
             offline: false,
             cluster: Some(conn),
         }

@@ -3,10 +3,9 @@
 
 use crate::exit::{Failure, Result, invalid};
 use serde_json::Value;
-use std::collections::HashMap;
 use std::io::Read;
 use std::path::Path;
-use wlmap_engine::{Object, OwnerIndex};
+use wlmap_engine::Object;
 
 mod demo {
     include!(concat!(env!("OUT_DIR"), "/demo.rs"));
@@ -66,18 +65,6 @@ impl ObjectSet {
             objects.extend(parse_documents(text, name)?.into_iter().map(Object::new));
         }
         Ok(ObjectSet { objects })
-    }
-
-    /// Pods grouped by every uid of their controller owner chain (computed once, so each
-    /// workload gets its pods without scanning all of them).
-    pub fn pods_by_owner(&self, index: &OwnerIndex<'_>) -> HashMap<String, Vec<usize>> {
-        let mut map: HashMap<String, Vec<usize>> = HashMap::new();
-        for (i, o) in self.objects.iter().enumerate().filter(|(_, o)| o.is_pod()) {
-            for (uid, _) in index.chain(o) {
-                map.entry(uid.to_string()).or_default().push(i);
-            }
-        }
-        map
     }
 }
 

@@ -43,8 +43,20 @@ impl<'a> OwnerIndex<'a> {
     /// assert!(ix.get("x").is_none());
     /// ```
     pub fn new(objects: &'a [Object]) -> Self {
+        Self::from_objects(objects)
+    }
+
+    /// Index any objects by uid (a part of a bigger set: one workload's objects).
+    ///
+    /// ```
+    /// let objs = vec![wlmap_engine::Object::new(serde_json::json!({"kind": "Job", "metadata": {"uid": "j1"}}))];
+    /// let ix = wlmap_engine::OwnerIndex::from_objects(objs.iter().filter(|o| o.kind() == "Job"));
+    /// assert!(ix.get("j1").is_some());
+    /// ```
+    pub fn from_objects(objects: impl IntoIterator<Item = &'a Object>) -> Self {
+        let objects = objects.into_iter();
         let mut by_uid = HashMap::with_capacity_and_hasher(
-            objects.len(),
+            objects.size_hint().0,
             foldhash::fast::RandomState::default(),
         );
         for o in objects {

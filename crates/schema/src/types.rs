@@ -276,6 +276,59 @@ pub struct GroupVersionKind {
     pub kind: String,
 }
 
+/// A kind without its version: what identifies a kind across the versions a server serves
+/// (ownership, "is this kind known", definitions that read several versions).
+///
+/// ```
+/// let gk = wlmap_schema::GroupVersionKind::new("batch", "v1", "Job").group_kind();
+/// assert_eq!(gk, wlmap_schema::GroupKind::new("batch", "Job"));
+/// assert_eq!(gk.to_string(), "Job.batch");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize)]
+pub struct GroupKind {
+    /// API group; empty for the core group.
+    pub group: String,
+    /// Kind.
+    pub kind: String,
+}
+
+impl GroupKind {
+    /// Build a group and kind.
+    ///
+    /// ```
+    /// assert_eq!(wlmap_schema::GroupKind::new("", "Pod").kind, "Pod");
+    /// ```
+    pub fn new(group: &str, kind: &str) -> Self {
+        GroupKind {
+            group: group.into(),
+            kind: kind.into(),
+        }
+    }
+
+    /// The group and kind of an `apiVersion` and `kind` as found in an object or an owner
+    /// reference.
+    ///
+    /// ```
+    /// let gk = wlmap_schema::GroupKind::from_api_version("apps/v1", "Deployment");
+    /// assert_eq!((gk.group.as_str(), gk.kind.as_str()), ("apps", "Deployment"));
+    /// ```
+    pub fn from_api_version(api_version: &str, kind: &str) -> Self {
+        let group = api_version.split_once('/').map_or("", |(g, _)| g);
+        Self::new(group, kind)
+    }
+}
+
+/// `Kind.group` (kubectl's spelling), or `Kind` for the core group.
+impl std::fmt::Display for GroupKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.group.is_empty() {
+            f.write_str(&self.kind)
+        } else {
+            write!(f, "{}.{}", self.kind, self.group)
+        }
+    }
+}
+
 impl GroupVersionKind {
     /// Build a GVK.
     ///
@@ -302,6 +355,16 @@ impl GroupVersionKind {
             Some((g, v)) => Self::new(g, v, kind),
             None => Self::new("", api_version, kind),
         }
+    }
+
+    /// The group and kind, without the version.
+    ///
+    /// ```
+    /// let g = wlmap_schema::GroupVersionKind::new("apps", "v1", "Deployment");
+    /// assert_eq!(g.group_kind().kind, "Deployment");
+    /// ```
+    pub fn group_kind(&self) -> GroupKind {
+        GroupKind::new(&self.group, &self.kind)
     }
 
     /// `group/version`, or `version` for the core group.

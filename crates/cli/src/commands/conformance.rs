@@ -19,7 +19,7 @@ pub fn run(ctx: &Context, a: &ConformanceArgs) -> Result {
         let doc: serde_json::Value =
             serde_saphyr::from_str_with_options(&text, wlmap_schema::yaml_options())
                 .map_err(|e| invalid(format!("{}: {e}", p.display())))?;
-        for r in wlmap_catalog::conformance::check_recording(&ctx.reg, &doc) {
+        for r in wlmap_catalog::conformance::check_recording(ctx.reg(), &doc) {
             let e = table.entry(r.definition.clone()).or_default();
             e.0 += 1;
             if r.definite() {

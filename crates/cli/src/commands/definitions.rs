@@ -8,13 +8,13 @@ use crate::render;
 /// Run.
 pub fn run(ctx: &Context, a: &DefinitionsArgs) -> Result {
     let defs: Vec<_> = match &a.name {
-        Some(n) => vec![ctx.reg.by_name(n).cloned().ok_or_else(|| {
+        Some(n) => vec![ctx.reg().by_name(n).cloned().ok_or_else(|| {
             no_definition(format!(
                 "no definition named {n:?}; `wlmap definitions` lists them"
             ))
         })?],
         None => {
-            let mut v: Vec<_> = ctx.reg.iter().cloned().collect();
+            let mut v: Vec<_> = ctx.reg().iter().cloned().collect();
             v.sort_by_key(|d| d.name());
             v
         }

@@ -1,114 +1,133 @@
 //! `wlmap describe`: one workload as a tree.
 
 use crate::args::{DescribeArgs, Output};
-use crate::context::{Context, print_data, resolve_all};
+use crate::context::{Context, print_data};
 use crate::defs::{resolve_type, targets};
 use crate::exit::{Result, invalid, no_definition, not_found, usage};
 use crate::render;
-use crate::source::{ObjectSet, parse_documents, read_input};
+use crate::source::{parse_documents, read_input};
 use crate::view;
-use std::sync::Arc;
 use wlmap_engine::{Definition, GpuPolicy, Node, Object, Workload};
+use wlmap_inventory::{Entry, Index, ObjectKey};
+use wlmap_schema::GroupKind;
 
 /// Find one workload by TYPE/NAME in the context.
-pub fn find(ctx: &Context, args: &[String]) -> Result<(Arc<Definition>, usize)> {
+pub fn find(ctx: &Context, args: &[String]) -> Result<ObjectKey> {
     let ts = targets(args)?;
     let [(t, Some(name))] = ts.as_slice() else {
         return Err(usage("expected one TYPE/NAME (or TYPE NAME), or -f FILE"));
     };
-    let defs = resolve_type(&ctx.reg, t)?;
+    let kinds: Vec<GroupKind> = resolve_type(ctx.reg(), t)?
+        .iter()
+        .map(|d| d.root_gvk().group_kind())
+        .collect();
     let ns = ctx.namespace();
-    for (i, o) in ctx.set.objects.iter().enumerate() {
-        let g = o.gvk();
-        if o.name() == name
-            && ns
-                .as_deref()
-                .is_none_or(|n| n == o.namespace() || o.namespace().is_empty())
-            && defs
-                .iter()
-                .any(|d| d.root_gvk().group == g.group && d.root_gvk().kind == g.kind)
-        {
-            let d = ctx
-                .reg
-                .for_kind(&g)
-                .cloned()
-                .ok_or_else(|| no_definition(format!("no definition for {g}")))?;
-            return Ok((d, i));
-        }
+    let found = ctx
+        .index
+        .objects()
+        .filter(|o| {
+            o.name() == name
+                && ns
+                    .as_deref()
+                    .is_none_or(|n| n == o.namespace() || o.namespace().is_empty())
+                && kinds.contains(&o.gvk().group_kind())
+        })
+        .map(ObjectKey::of)
+        .min();
+    if let Some(key) = found {
+        return Ok(key);
     }
-    let kind = defs
-        .first()
-        .map(|d| d.root_gvk().kind)
-        .unwrap_or_else(|| t.clone());
-    let where_ = ns.map(|n| format!(" in namespace {n}")).unwrap_or_default();
-    Err(not_found(format!("{kind} {name:?} not found{where_}")))
+    let kind = kinds.first().map_or(t.clone(), |k| k.kind.clone());
+    Err(not_found(format!(
+        "{kind} {name:?} not found{}",
+        ctx.where_()
+    )))
 }
 
-/// File mode: the manifest's objects become the set; the first object with a definition is
-/// the workload.
-pub fn from_file(
-    ctx: &Context,
-    path: &std::path::Path,
-) -> Result<(ObjectSet, Arc<Definition>, usize)> {
+/// One workload, resolved: from the context by TYPE/NAME, or from a manifest file (`-f`),
+/// whose first object with a definition is the workload and whose other objects are its
+/// pods and owners. Returns the workload and every object it was resolved among.
+pub fn load(ctx: &Context, file: Option<&std::path::Path>, args: &[String]) -> Result<Loaded> {
+    match file {
+        None => {
+            let key = find(ctx, args)?;
+            let entry = ctx.evaluate(std::slice::from_ref(&key)).pop();
+            let entry = entry.ok_or_else(|| no_definition(format!("no definition for {key}")))?;
+            Ok(Loaded {
+                entry,
+                objects: ctx.index.objects().cloned().collect(),
+                file_mode: false,
+            })
+        }
+        Some(path) => from_file(ctx, path),
+    }
+}
+
+/// A workload resolved for `describe` or `gang`.
+pub struct Loaded {
+    /// The workload.
+    pub entry: Entry,
+    /// The objects it was resolved among (pods and owners).
+    pub objects: Vec<Object>,
+    /// From a manifest file.
+    pub file_mode: bool,
+}
+
+/// A manifest file's objects and its workload: the first object with a definition.
+pub fn file_root(ctx: &Context, path: &std::path::Path) -> Result<(Index, ObjectKey)> {
     let text = read_input(path)?;
     let docs = parse_documents(&text, &path.display().to_string())?;
-    if docs.is_empty() {
+    let objects: Vec<Object> = docs.into_iter().map(Object::new).collect();
+    let Some(first) = objects.first() else {
         return Err(invalid(format!("{}: no objects", path.display())));
-    }
-    let set = ObjectSet {
-        objects: docs.into_iter().map(Object::new).collect(),
     };
-    for (i, o) in set.objects.iter().enumerate() {
-        if let Some(d) = ctx.reg.for_kind(&o.gvk()) {
-            let d = d.clone();
-            return Ok((set, d, i));
-        }
+    let index = Index::new(ctx.reg().clone(), objects.iter().cloned());
+    match objects.iter().find(|o| index.definition_for(o).is_some()) {
+        Some(root) => Ok((index, ObjectKey::of(root))),
+        None => Err(no_definition(format!(
+            "{}: no definition for kind {}",
+            path.display(),
+            first.gvk()
+        ))),
     }
-    Err(no_definition(format!(
-        "{}: no definition for kind {}",
-        path.display(),
-        set.objects[0].gvk()
-    )))
+}
+
+fn from_file(ctx: &Context, path: &std::path::Path) -> Result<Loaded> {
+    let (index, key) = file_root(ctx, path)?;
+    let entry = index
+        .evaluate(&key, None)
+        .ok_or_else(|| no_definition(format!("{}: no definition", path.display())))?;
+    Ok(Loaded {
+        entry,
+        objects: index.objects().cloned().collect(),
+        file_mode: true,
+    })
 }
 
 /// Run.
 pub fn run(ctx: &Context, a: &DescribeArgs) -> Result {
-    let (set_holder, def, idx, file_mode);
-    if let Some(f) = &a.file {
-        let (s, d, i) = from_file(ctx, f)?;
-        set_holder = s;
-        def = d;
-        idx = i;
-        file_mode = true;
-    } else {
-        let (d, i) = find(ctx, &a.targets)?;
-        set_holder = ObjectSet::default();
-        def = d;
-        idx = i;
-        file_mode = false;
-    }
-    let set = if file_mode { &set_holder } else { &ctx.set };
-    let mut w = resolve_all(set, &[(def.clone(), idx)], ctx.references(set).as_ref())
-        .pop()
-        .expect("one item in, one out")?;
-    if file_mode
-        && !set
+    let loaded = load(ctx, a.file.as_deref(), &a.targets)?;
+    let (def, obj) = (&loaded.entry.definition, &loaded.entry.object);
+    let mut w = loaded.entry.result?;
+    // A manifest with no pod but the workload's own: the spec alone, nothing observed.
+    if loaded.file_mode
+        && !obj.is_pod()
+        && !loaded
             .objects
             .iter()
-            .any(|o| o.is_pod() && o.uid() != set.objects[idx].uid())
-        && !set.objects[idx].is_pod()
+            .any(|o| o.is_pod() && o.uid() != obj.uid())
     {
         w.pods_observed = false;
     }
     match ctx.output() {
         Output::Json | Output::Yaml => {
-            print_data(ctx.output(), &view::describe(&def, &w, a.explain))
+            print_data(ctx.output(), &view::describe(def, &w, a.explain))
         }
         Output::Wide => Err(usage(
             "describe has no wide output; use -o table, json or yaml",
         )),
         Output::Table => {
-            crate::write_stdout(&text(&def, &w, &set.objects[idx], a.explain, file_mode));
+            crate::write_stdout(&text(def, &w, obj, a.explain, loaded.file_mode));
             Ok(())
         }
     }

@@ -1,35 +1,18 @@
 //! `wlmap gang`: gang-scheduling groups, in each scheduler's language.
 
 use crate::args::{GangArgs, GangFormat, Output};
-use crate::context::{Context, print_data, resolve_all};
+use crate::context::{Context, print_data};
 use crate::exit::Result;
-use crate::source::ObjectSet;
 use serde_json::json;
 use wlmap_engine::SchedulerFormat;
 
 /// Run.
 pub fn run(ctx: &Context, a: &GangArgs) -> Result {
-    let (holder, def, idx, file_mode);
-    if let Some(f) = &a.file {
-        let (s, d, i) = crate::commands::describe::from_file(ctx, f)?;
-        holder = s;
-        def = d;
-        idx = i;
-        file_mode = true;
-    } else {
-        let (d, i) = crate::commands::describe::find(ctx, &a.targets)?;
-        holder = ObjectSet::default();
-        def = d;
-        idx = i;
-        file_mode = false;
-    }
-    let set = if file_mode { &holder } else { &ctx.set };
-    let obj = &set.objects[idx];
-    let w = resolve_all(set, &[(def.clone(), idx)], ctx.references(set).as_ref())
-        .pop()
-        .expect("one in, one out")?;
+    let loaded = crate::commands::describe::load(ctx, a.file.as_deref(), &a.targets)?;
+    let (def, obj) = (&loaded.entry.definition, &loaded.entry.object);
+    let w = loaded.entry.result?;
     let has_pods = w.observed_pods() > 0;
-    let groups = wlmap_engine::gangs(&def, &w, has_pods.then_some(set.objects.as_slice()))?;
+    let groups = wlmap_engine::gangs(def, &w, has_pods.then_some(loaded.objects.as_slice()))?;
     match a.format {
         None => {
             let out = if ctx.output() == Output::Yaml {

@@ -98,9 +98,15 @@ pub fn run(ctx: &Context, a: &SetArgs) -> Result {
         }
         return crate::cluster::set(ctx, a, &u, &t);
     };
-    let (set, def, idx) = crate::commands::describe::from_file(ctx, f)?;
-    let mut doc = set.objects[idx].json().clone();
-    let report = apply(&def, &mut doc, a, &u, &t)?;
+    let (index, key) = crate::commands::describe::file_root(ctx, f)?;
+    let root = index
+        .object(&key)
+        .expect("the key names an object of the index");
+    let def = index
+        .definition_for(root)
+        .expect("the root has a definition");
+    let mut doc = root.json().clone();
+    let report = apply(def, &mut doc, a, &u, &t)?;
     eprintln!(
         "wlmap: {} value(s) changed in {} pod template(s)",
         report.changed.len(),

@@ -1,0 +1,346 @@
+//! The inventory: objects in, top-level workloads out, kept resolved as objects and definitions
+//! change.
+
+use crate::definitions::Definitions;
+use crate::index::{Entry, Index};
+use crate::key::ObjectKey;
+use serde::Serialize;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use wlmap_engine::{Object, Registry};
+
+/// How a top-level workload changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ChangeKind {
+    /// It became a top-level workload (created, or no longer part of a bigger one).
+    Added,
+    /// Its tree, status, pods or resources changed.
+    Changed,
+    /// It is no longer a top-level workload (deleted, or now part of a bigger one).
+    Removed,
+}
+
+/// A change to one top-level workload, as returned by every update of the inventory.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub struct Change {
+    /// The workload.
+    pub key: ObjectKey,
+    /// What happened to it.
+    pub kind: ChangeKind,
+}
+
+/// Which objects form which workload, kept up to date.
+///
+/// Holds a set of Kubernetes objects and the definitions in force, decides which objects are
+/// top-level workloads (an object whose kind has a definition and that no object of a known
+/// kind controls), and keeps each one resolved with its pods attributed. Every update returns
+/// the workloads it changed, and touches only the workloads it can affect: those up the owner
+/// chain of the changed object (and down it when ownership itself changed), and, for a kind
+/// read as a reference, the workloads whose definitions read it.
+///
+/// ```
+/// use wlmap_inventory::{ChangeKind, Inventory};
+/// use wlmap_engine::Object;
+/// let registry = wlmap_catalog::registry().unwrap();
+/// let job = Object::new(serde_json::json!({"apiVersion": "batch/v1", "kind": "Job",
+///     "metadata": {"name": "train", "namespace": "ml", "uid": "j1"},
+///     "spec": {"parallelism": 1, "template": {"spec": {"containers": [
+///         {"name": "t", "resources": {"limits": {"nvidia.com/gpu": 4}}}]}}}}));
+/// let mut inv = Inventory::from_objects(registry, [job]);
+/// assert_eq!(inv.workloads().count(), 1);
+///
+/// let pod = Object::new(serde_json::json!({"apiVersion": "v1", "kind": "Pod",
+///     "metadata": {"name": "train-x", "namespace": "ml", "uid": "p1",
+///         "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": "train", "uid": "j1", "controller": true}]},
+///     "spec": {"containers": [{"name": "t"}]}, "status": {"phase": "Running"}}));
+/// let changes = inv.apply(pod);
+/// assert_eq!(changes.len(), 1);
+/// assert_eq!(changes[0].kind, ChangeKind::Changed); // the Job got a pod; the pod is not a workload of its own
+/// let w = inv.workloads().next().unwrap().result.as_ref().unwrap();
+/// assert_eq!(w.observed_pods(), 1);
+/// ```
+#[derive(Default)]
+pub struct Inventory {
+    index: Index,
+    workloads: BTreeMap<ObjectKey, Entry>,
+}
+
+impl Inventory {
+    /// An empty inventory with these definitions.
+    ///
+    /// ```
+    /// let inv = wlmap_inventory::Inventory::new(wlmap_engine::Registry::default());
+    /// assert_eq!(inv.workloads().count(), 0);
+    /// ```
+    pub fn new(registry: Registry) -> Inventory {
+        Inventory::from_index(Index::new(registry, []))
+    }
+
+    /// An inventory of these objects, every top-level workload resolved on every core
+    /// (references are read from the objects given).
+    ///
+    /// ```
+    /// let inv = wlmap_inventory::Inventory::from_objects(wlmap_engine::Registry::default(), []);
+    /// assert!(inv.index().is_empty());
+    /// ```
+    pub fn from_objects(
+        registry: Registry,
+        objects: impl IntoIterator<Item = Object>,
+    ) -> Inventory {
+        Inventory::from_index(Index::new(registry, objects))
+    }
+
+    /// An inventory of an index's objects, every top-level workload resolved on every core.
+    ///
+    /// ```
+    /// let inv = wlmap_inventory::Inventory::from_index(wlmap_inventory::Index::default());
+    /// assert!(inv.index().is_empty());
+    /// ```
+    pub fn from_index(index: Index) -> Inventory {
+        let roots = index.top_level_keys();
+        let workloads = index
+            .evaluate_all(&roots)
+            .into_iter()
+            .flatten()
+            .map(|e| (e.key.clone(), e))
+            .collect();
+        Inventory { index, workloads }
+    }
+
+    /// The objects and definitions, indexed: the one-off questions.
+    ///
+    /// ```
+    /// let inv = wlmap_inventory::Inventory::default();
+    /// assert!(inv.index().is_empty());
+    /// ```
+    pub fn index(&self) -> &Index {
+        &self.index
+    }
+
+    /// The top-level workloads, in key order (namespace, kind, name).
+    ///
+    /// ```
+    /// assert!(wlmap_inventory::Inventory::default().workloads().next().is_none());
+    /// ```
+    pub fn workloads(&self) -> impl Iterator<Item = &Entry> {
+        self.workloads.values()
+    }
+
+    /// A top-level workload by key.
+    ///
+    /// ```
+    /// # use wlmap_inventory::*;
+    /// let k = ObjectKey::new("ml", wlmap_schema::GroupKind::new("batch", "Job"), "x");
+    /// assert!(Inventory::default().workload(&k).is_none());
+    /// ```
+    pub fn workload(&self, key: &ObjectKey) -> Option<&Entry> {
+        self.workloads.get(key)
+    }
+
+    /// Add or replace an object; returns the top-level workloads that changed.
+    ///
+    /// ```
+    /// let mut inv = wlmap_inventory::Inventory::new(wlmap_catalog::registry().unwrap());
+    /// let job = wlmap_engine::Object::new(serde_json::json!({"apiVersion": "batch/v1", "kind": "Job",
+    ///     "metadata": {"name": "j", "namespace": "ml", "uid": "j1"}, "spec": {"template": {"spec": {"containers": []}}}}));
+    /// assert_eq!(inv.apply(job.clone())[0].kind, wlmap_inventory::ChangeKind::Added);
+    /// assert!(inv.apply(job).is_empty()); // the same object again changes nothing
+    /// ```
+    pub fn apply(&mut self, obj: Object) -> Vec<Change> {
+        let key = ObjectKey::of(&obj);
+        let mut affected = BTreeSet::from([key.clone()]);
+        let old = self.index.store.get(&key).cloned();
+        let structural = old.as_ref().is_none_or(|o| ownership_changed(o, &obj));
+        if let Some(old) = &old {
+            self.collect_affected(old, structural, &mut affected);
+        }
+        self.index.store.insert(obj.clone());
+        self.collect_affected(&obj, structural, &mut affected);
+        self.refresh(affected)
+    }
+
+    /// Remove an object; returns the top-level workloads that changed.
+    ///
+    /// ```
+    /// # use wlmap_inventory::*;
+    /// let mut inv = Inventory::new(wlmap_catalog::registry().unwrap());
+    /// let job = wlmap_engine::Object::new(serde_json::json!({"apiVersion": "batch/v1", "kind": "Job",
+    ///     "metadata": {"name": "j", "namespace": "ml", "uid": "j1"}, "spec": {"template": {"spec": {"containers": []}}}}));
+    /// inv.apply(job.clone());
+    /// assert_eq!(inv.delete(&ObjectKey::of(&job))[0].kind, ChangeKind::Removed);
+    /// ```
+    pub fn delete(&mut self, key: &ObjectKey) -> Vec<Change> {
+        let Some(old) = self.index.store.get(key).cloned() else {
+            return Vec::new();
+        };
+        let mut affected = BTreeSet::from([key.clone()]);
+        self.collect_affected(&old, true, &mut affected);
+        self.index.store.remove(key);
+        self.refresh(affected)
+    }
+
+    /// Replace every object (a relist): objects not in `objects` are deleted, the others
+    /// applied; returns the top-level workloads that changed.
+    ///
+    /// ```
+    /// let mut inv = wlmap_inventory::Inventory::new(wlmap_catalog::registry().unwrap());
+    /// assert!(inv.replace_all(vec![]).is_empty());
+    /// ```
+    pub fn replace_all(&mut self, objects: Vec<Object>) -> Vec<Change> {
+        let keep: BTreeSet<ObjectKey> = objects.iter().map(ObjectKey::of).collect();
+        let gone: Vec<ObjectKey> = self
+            .index
+            .store
+            .iter()
+            .map(|(k, _)| k)
+            .filter(|k| !keep.contains(*k))
+            .cloned()
+            .collect();
+        let mut changes: BTreeMap<ObjectKey, ChangeKind> = BTreeMap::new();
+        for k in gone {
+            for c in self.delete(&k) {
+                merge_change(&mut changes, c);
+            }
+        }
+        for o in objects {
+            let same = self
+                .index
+                .store
+                .get(&ObjectKey::of(&o))
+                .is_some_and(|old| old.json() == o.json());
+            if !same {
+                for c in self.apply(o) {
+                    merge_change(&mut changes, c);
+                }
+            }
+        }
+        changes
+            .into_iter()
+            .map(|(key, kind)| Change { key, kind })
+            .collect()
+    }
+
+    /// Put new definitions in force; returns the top-level workloads that changed. Workloads
+    /// whose kind's definition changed are resolved again; when the set of known kinds
+    /// changed, every object's place (top-level or part of another) is decided again.
+    ///
+    /// ```
+    /// let mut inv = wlmap_inventory::Inventory::new(wlmap_engine::Registry::default());
+    /// let job = wlmap_engine::Object::new(serde_json::json!({"apiVersion": "batch/v1", "kind": "Job",
+    ///     "metadata": {"name": "j", "namespace": "ml", "uid": "j1"}, "spec": {"template": {"spec": {"containers": []}}}}));
+    /// assert!(inv.apply(job).is_empty()); // no definition for Job yet
+    /// let changes = inv.set_definitions(wlmap_catalog::registry().unwrap());
+    /// assert_eq!(changes[0].kind, wlmap_inventory::ChangeKind::Added);
+    /// ```
+    pub fn set_definitions(&mut self, registry: Registry) -> Vec<Change> {
+        let new = Definitions::new(registry);
+        let every_place = !self.index.defs.same_kinds(&new);
+        let old = std::mem::replace(&mut self.index.defs, new);
+        let affected: BTreeSet<ObjectKey> = self
+            .index
+            .store
+            .iter()
+            .filter(|(_, o)| {
+                every_place || {
+                    let (a, b) = (old.for_object(o), self.index.defs.for_object(o));
+                    match (a, b) {
+                        (Some(a), Some(b)) => !Arc::ptr_eq(a, b),
+                        (None, None) => false,
+                        _ => true,
+                    }
+                }
+            })
+            .map(|(k, _)| k.clone())
+            .collect();
+        self.refresh(affected)
+    }
+
+    /// The keys an update of `o` can affect besides its own: the workloads up its owner chain
+    /// (they attribute its pods), the objects down it when ownership changed (their place
+    /// depends on it), and the readers of a referenced kind.
+    fn collect_affected(&self, o: &Object, structural: bool, out: &mut BTreeSet<ObjectKey>) {
+        out.extend(self.index.store.ancestors(o).into_iter().map(ObjectKey::of));
+        if structural {
+            out.extend(
+                self.index
+                    .store
+                    .descendants(o.uid())
+                    .into_iter()
+                    .map(ObjectKey::of),
+            );
+        }
+        let gk = o.gvk().group_kind();
+        if self.index.defs.is_referenced(&gk) {
+            out.extend(
+                self.workloads
+                    .values()
+                    .filter(|e| Definitions::references(&e.definition))
+                    .map(|e| e.key.clone()),
+            );
+        }
+    }
+
+    /// Decide each key's place again and resolve the top-level ones; report what changed.
+    fn refresh(&mut self, keys: BTreeSet<ObjectKey>) -> Vec<Change> {
+        let mut changes = Vec::new();
+        for key in keys {
+            let fresh = self
+                .index
+                .store
+                .get(&key)
+                .filter(|o| self.index.is_top_level(o))
+                .and_then(|_| self.index.evaluate(&key, None));
+            let kind = match (fresh, self.workloads.get(&key)) {
+                (Some(new), Some(old)) if new.same_as(old) => {
+                    // Same result; keep the newest object (metadata may have moved on).
+                    self.workloads.insert(key.clone(), new);
+                    None
+                }
+                (Some(new), old) => {
+                    let kind = if old.is_some() {
+                        ChangeKind::Changed
+                    } else {
+                        ChangeKind::Added
+                    };
+                    self.workloads.insert(key.clone(), new);
+                    Some(kind)
+                }
+                (None, Some(_)) => {
+                    self.workloads.remove(&key);
+                    Some(ChangeKind::Removed)
+                }
+                (None, None) => None,
+            };
+            if let Some(kind) = kind {
+                changes.push(Change { key, kind });
+            }
+        }
+        changes
+    }
+}
+
+/// Did the object's place in owner chains change (uid or controller owner)?
+fn ownership_changed(old: &Object, new: &Object) -> bool {
+    old.uid() != new.uid()
+        || old.json().pointer("/metadata/ownerReferences")
+            != new.json().pointer("/metadata/ownerReferences")
+}
+
+/// Fold a change into a set of changes made by several steps: added then removed is nothing,
+/// removed then added is a change.
+fn merge_change(changes: &mut BTreeMap<ObjectKey, ChangeKind>, c: Change) {
+    use ChangeKind::*;
+    let merged = match (changes.get(&c.key).copied(), c.kind) {
+        (None, k) => Some(k),
+        (Some(Added), Removed) => None,
+        (Some(Added), _) => Some(Added),
+        (Some(Removed), Added | Changed) => Some(Changed),
+        (Some(Removed), Removed) => Some(Removed),
+        (Some(Changed), k) => Some(k),
+    };
+    match merged {
+        Some(k) => changes.insert(c.key, k),
+        None => changes.remove(&c.key),
+    };
+}
