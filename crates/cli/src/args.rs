@@ -138,6 +138,11 @@ pub struct GetArgs {
     /// Label selector (`k=v,k!=v,k`).
     #[arg(short = 'l', long)]
     pub selector: Option<String>,
+    /// After the listing, watch the cluster and print a row each time a workload's row
+    /// changes (status, pods, GPUs), until interrupted; with `-o json`, one JSON object per
+    /// line: `{"type": "ADDED"|"MODIFIED"|"DELETED", "object": ITEM}`.
+    #[arg(short = 'w', long)]
+    pub watch: bool,
 }
 
 /// `describe`.

@@ -2,7 +2,7 @@
 //! LISTs per kind, never one request per pod), definitions from `kartas.run.ai`, and `set`
 //! with optimistic concurrency.
 
-use crate::args::{Command, Global, SetArgs};
+use crate::args::{Command, GetArgs, Global, SetArgs};
 use crate::context::Context;
 use crate::defs::{resolve_type, targets};
 use crate::exit::{Code, Failure, Result, not_found, usage};
@@ -119,75 +119,83 @@ impl Connection {
         reg: &Registry,
     ) -> Result<ObjectSet> {
         let mut set = ObjectSet::default();
-        let mut roots: Vec<GroupVersionKind> = Vec::new();
-        let mut one: Option<(GroupVersionKind, String)> = None;
-        match cmd {
+        let (gvk, name) = match cmd {
             Command::Get(a) => {
-                if a.all_types {
-                    roots.extend(reg.iter().map(|d| d.root_gvk()));
-                }
-                for (t, _) in targets(&a.targets)? {
-                    roots.extend(resolve_type(reg, &t)?.iter().map(|d| d.root_gvk()));
-                }
+                let kinds = self.kinds_for_get(a, reg)?;
+                self.list_into(&mut set, &kinds, ns)?;
+                return Ok(set);
             }
-            Command::Describe(a) => one = Some(single(reg, &a.targets)?),
-            Command::Gang(a) => one = Some(single(reg, &a.targets)?),
-            Command::Set(a) => one = Some(single(reg, &a.targets)?),
+            Command::Describe(a) => single(reg, &a.targets)?,
+            Command::Gang(a) => single(reg, &a.targets)?,
+            Command::Set(a) => single(reg, &a.targets)?,
             _ => return Ok(set),
+        };
+        let (gvk, name) = (&gvk, &name);
+        let kind = self
+            .kind(gvk)?
+            .ok_or_else(|| not_found(format!("the server does not serve {gvk}")))?;
+        let obj = self.cluster.get(&kind, ns, name).map_err(|e| match e {
+            Error::NotFound(_) => not_found(format!(
+                "{} {name:?} not found{}",
+                gvk.kind,
+                ns.map(|n| format!(" in namespace {n}")).unwrap_or_default()
+            )),
+            other => failure(other),
+        })?;
+        let mut obj = obj;
+        if let Some(m) = obj.as_object_mut() {
+            m.insert(
+                "apiVersion".into(),
+                kind.resource.api_version.clone().into(),
+            );
+            m.insert("kind".into(), kind.resource.kind.clone().into());
         }
-        if let Some((gvk, name)) = &one {
-            let kind = self
-                .kind(gvk)?
-                .ok_or_else(|| not_found(format!("the server does not serve {gvk}")))?;
-            let obj = self.cluster.get(&kind, ns, name).map_err(|e| match e {
-                Error::NotFound(_) => not_found(format!(
-                    "{} {name:?} not found{}",
-                    gvk.kind,
-                    ns.map(|n| format!(" in namespace {n}")).unwrap_or_default()
-                )),
-                other => failure(other),
-            })?;
-            let mut obj = obj;
-            if let Some(m) = obj.as_object_mut() {
-                m.insert(
-                    "apiVersion".into(),
-                    kind.resource.api_version.clone().into(),
-                );
-                m.insert("kind".into(), kind.resource.kind.clone().into());
-            }
-            set.objects.push(Object::new(obj));
-            roots.clear();
-            let def = reg.for_kind(gvk).cloned();
-            let mut kinds = Vec::new();
-            for child in def
-                .map(|d| d.child_kinds())
-                .unwrap_or_default()
-                .into_iter()
-                .filter(|g| !(g.group.is_empty() && g.kind == "Secret"))
-                .chain([GroupVersionKind::new("", "v1", "Pod")])
+        set.objects.push(Object::new(obj));
+        let def = reg.for_kind(gvk).cloned();
+        let mut kinds = Vec::new();
+        for child in def
+            .map(|d| d.child_kinds())
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|g| !(g.group.is_empty() && g.kind == "Secret"))
+            .chain([GroupVersionKind::new("", "v1", "Pod")])
+        {
+            if let Some(k) = self.kind(&child)?
+                && !kinds.iter().any(|x: &Kind| {
+                    x.resource.kind == k.resource.kind && x.resource.group == k.resource.group
+                })
             {
-                if let Some(k) = self.kind(&child)?
-                    && !kinds.iter().any(|x: &Kind| {
-                        x.resource.kind == k.resource.kind && x.resource.group == k.resource.group
-                    })
-                {
-                    kinds.push(k);
-                }
+                kinds.push(k);
             }
-            let ns_of = set.objects[0].namespace().to_string();
-            self.list_into(
-                &mut set,
-                &kinds,
-                if ns_of.is_empty() { ns } else { Some(&ns_of) },
-            )?;
-            return Ok(set);
         }
-        // Roots, the kinds their definitions create (for owner chains), and pods.
+        let ns_of = set.objects[0].namespace().to_string();
+        self.list_into(
+            &mut set,
+            &kinds,
+            if ns_of.is_empty() { ns } else { Some(&ns_of) },
+        )?;
+        Ok(set)
+    }
+
+    /// The kinds `get` reads: the roots asked for, the kinds their definitions create that
+    /// may own pods (for owner chains), the kinds their definitions read as references, and
+    /// pods; only those the server serves.
+    pub fn kinds_for_get(&self, a: &GetArgs, reg: &Registry) -> Result<Vec<Kind>> {
+        let mut roots: Vec<GroupVersionKind> = Vec::new();
+        if a.all_types {
+            roots.extend(reg.iter().map(|d| d.root_gvk()));
+        }
+        for (t, _) in targets(&a.targets)? {
+            roots.extend(resolve_type(reg, &t)?.iter().map(|d| d.root_gvk()));
+        }
         let mut want: BTreeSet<GroupVersionKind> = BTreeSet::new();
         for r in &roots {
             want.insert(r.clone());
             if let Some(d) = reg.for_kind(r) {
                 want.extend(d.child_kinds().into_iter().filter(may_own_pods));
+                if a.watch {
+                    want.extend(d.karta().spec.references.iter().map(|r| r.kind.clone()));
+                }
             }
         }
         want.insert(GroupVersionKind::new("", "v1", "Pod"));
@@ -203,8 +211,7 @@ impl Connection {
                 kinds.push(k);
             }
         }
-        self.list_into(&mut set, &kinds, ns)?;
-        Ok(set)
+        Ok(kinds)
     }
 }
 

@@ -98,7 +98,9 @@ fn run(cli: Cli) -> Result<(), Failure> {
         } else {
             g.namespace.clone()
         };
-        let set = if needs_objects {
+        // A watch lists through its watches.
+        let watch = matches!(&cli.command, Command::Get(a) if a.watch);
+        let set = if needs_objects && !watch {
             conn.objects_for(&cli.command, ns.as_deref(), &reg)?
         } else {
             source::ObjectSet::default()

@@ -5,6 +5,16 @@ use wlmap_engine::Phase;
 
 /// Print rows as aligned columns (3 spaces apart, like kubectl).
 pub fn table(out: &mut String, header: &[&str], rows: &[Vec<String>]) {
+    let widths = widths(header, rows);
+    row(out, &widths, header);
+    for r in rows {
+        row(out, &widths, r);
+    }
+}
+
+/// Column widths that fit the header and every row (what [`table`] uses; a watch keeps them
+/// for the rows that follow).
+pub fn widths(header: &[&str], rows: &[Vec<String>]) -> Vec<usize> {
     let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
     for r in rows {
         for (i, c) in r.iter().enumerate() {
@@ -13,20 +23,21 @@ pub fn table(out: &mut String, header: &[&str], rows: &[Vec<String>]) {
             }
         }
     }
-    let line = |cells: Vec<&str>, out: &mut String| {
-        let n = cells.len();
-        for (i, c) in cells.into_iter().enumerate() {
-            out.push_str(c);
-            if i + 1 < n {
-                out.push_str(&" ".repeat(widths[i] - visible_len(c) + 3));
-            }
+    widths
+}
+
+/// One line of a table with these column widths (a longer cell pushes the rest right).
+pub fn row<S: AsRef<str>>(out: &mut String, widths: &[usize], cells: &[S]) {
+    let n = cells.len();
+    for (i, c) in cells.iter().enumerate() {
+        let c = c.as_ref();
+        out.push_str(c);
+        if i + 1 < n {
+            let w = widths.get(i).copied().unwrap_or(0);
+            out.push_str(&" ".repeat(w.saturating_sub(visible_len(c)) + 3));
         }
-        out.push('\n');
-    };
-    line(header.to_vec(), out);
-    for r in rows {
-        line(r.iter().map(String::as_str).collect(), out);
     }
+    out.push('\n');
 }
 
 fn visible_len(s: &str) -> usize {

@@ -5,18 +5,28 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
+/// The binary with no way to find a cluster: no `KUBECONFIG`, a `HOME` without
+/// `.kube/config`, no in-cluster service variables. A test that means to reach a cluster
+/// says so with `--kubeconfig`.
+fn isolated() -> Command {
+    static HOME: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
+    let home = HOME.get_or_init(|| tempfile::tempdir().expect("temp home"));
+    let mut c = Command::new(env!("CARGO_BIN_EXE_wlmap"));
+    c.env_remove("KUBECONFIG")
+        .env_remove("KUBERNETES_SERVICE_HOST")
+        .env_remove("KUBERNETES_SERVICE_PORT")
+        .env("HOME", home.path())
+        .env("NO_COLOR", "1");
+    c
+}
+
 fn wlmap(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_wlmap"))
-        .args(args)
-        .env_remove("KUBECONFIG")
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("run wlmap")
+    isolated().args(args).output().expect("run wlmap")
 }
 
 fn wlmap_stdin(args: &[&str], stdin: &str) -> Output {
     use std::io::Write;
-    let mut child = Command::new(env!("CARGO_BIN_EXE_wlmap"))
+    let mut child = isolated()
         .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -486,6 +496,11 @@ fn wide_output_and_label_selectors() {
 fn conformance_command_agrees_when_recordings_are_present() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/conformance/recorded");
     if !dir.is_dir() {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "no recordings at {} (CI=true: every tier must run)",
+            dir.display()
+        );
         eprintln!("no recordings; skipped");
         return;
     }

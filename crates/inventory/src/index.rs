@@ -150,6 +150,30 @@ impl Index {
             && !self.store.owned_by_known(o, &|gk| self.defs.is_known(gk))
     }
 
+    /// The keys of the objects above this one on its controller owner chain that are held,
+    /// nearest first.
+    ///
+    /// ```
+    /// # use wlmap_inventory::*;
+    /// let job = wlmap_engine::Object::new(serde_json::json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j", "uid": "j1"}}));
+    /// let pod = wlmap_engine::Object::new(serde_json::json!({"apiVersion": "v1", "kind": "Pod",
+    ///     "metadata": {"name": "p", "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "uid": "j1", "controller": true}]}}));
+    /// let index = Index::new(wlmap_engine::Registry::default(), [job.clone(), pod.clone()]);
+    /// assert_eq!(index.owners(&ObjectKey::of(&pod)), vec![ObjectKey::of(&job)]);
+    /// ```
+    pub fn owners(&self, key: &ObjectKey) -> Vec<ObjectKey> {
+        self.store
+            .get(key)
+            .map(|o| {
+                self.store
+                    .ancestors(o)
+                    .into_iter()
+                    .map(ObjectKey::of)
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
     /// The keys of every top-level workload, in key order (namespace, kind, name).
     ///
     /// ```

@@ -8,6 +8,7 @@ use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use wlmap_engine::{Object, Registry};
+use wlmap_schema::GroupKind;
 
 /// How a top-level workload changed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -188,13 +189,38 @@ impl Inventory {
     /// assert!(inv.replace_all(vec![]).is_empty());
     /// ```
     pub fn replace_all(&mut self, objects: Vec<Object>) -> Vec<Change> {
+        self.replace_where(|_| true, objects)
+    }
+
+    /// Replace every object of a kind (a relist of one watch): objects of the kind not in
+    /// `objects` are deleted, the others applied; returns the top-level workloads that
+    /// changed.
+    ///
+    /// ```
+    /// # use wlmap_inventory::*;
+    /// let mut inv = Inventory::new(wlmap_catalog::registry().unwrap());
+    /// let job = wlmap_engine::Object::new(serde_json::json!({"apiVersion": "batch/v1", "kind": "Job",
+    ///     "metadata": {"name": "j", "namespace": "ml", "uid": "j1"}, "spec": {"template": {"spec": {"containers": []}}}}));
+    /// inv.apply(job);
+    /// let jobs = wlmap_schema::GroupKind::new("batch", "Job");
+    /// assert_eq!(inv.replace_kind(&jobs, vec![])[0].kind, ChangeKind::Removed);
+    /// ```
+    pub fn replace_kind(&mut self, kind: &GroupKind, objects: Vec<Object>) -> Vec<Change> {
+        self.replace_where(|k| k.kind == *kind, objects)
+    }
+
+    fn replace_where(
+        &mut self,
+        in_scope: impl Fn(&ObjectKey) -> bool,
+        objects: Vec<Object>,
+    ) -> Vec<Change> {
         let keep: BTreeSet<ObjectKey> = objects.iter().map(ObjectKey::of).collect();
         let gone: Vec<ObjectKey> = self
             .index
             .store
             .iter()
             .map(|(k, _)| k)
-            .filter(|k| !keep.contains(*k))
+            .filter(|k| in_scope(k) && !keep.contains(*k))
             .cloned()
             .collect();
         let mut changes: BTreeMap<ObjectKey, ChangeKind> = BTreeMap::new();

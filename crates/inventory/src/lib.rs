@@ -30,7 +30,9 @@ mod inventory;
 mod key;
 mod parallel;
 mod store;
+mod trim;
 
 pub use index::{Entry, Index};
 pub use inventory::{Change, ChangeKind, Inventory};
 pub use key::ObjectKey;
+pub use trim::trim;

@@ -82,6 +82,9 @@ enum Event {
     Delete(usize),
     /// Put registry `i` in force.
     Definitions(usize),
+    /// Relist the kind of object `i`: the universe's objects of that kind whose bit is set
+    /// in the mask (as recorded) replace those held.
+    Relist(usize, u64),
 }
 
 fn variant(v: &Value, which: u8) -> Value {
@@ -127,6 +130,7 @@ fn event() -> impl Strategy<Value = Event> {
         6 => (0..n, 0u8..6).prop_map(|(i, v)| Event::Apply(i, v)),
         2 => (0..n).prop_map(Event::Delete),
         1 => (0..registries().len()).prop_map(Event::Definitions),
+        1 => (0..n, any::<u64>()).prop_map(|(i, m)| Event::Relist(i, m)),
     ]
 }
 
@@ -176,6 +180,18 @@ fn run(events: &[Event]) -> Result<(), TestCaseError> {
             Event::Definitions(r) => {
                 registry = *r;
                 inv.set_definitions(registries()[registry].clone())
+            }
+            Event::Relist(i, mask) => {
+                let kind = ObjectKey::of(&Object::new(universe()[*i].clone())).kind;
+                let objects = universe()
+                    .iter()
+                    .map(|v| Object::new(v.clone()))
+                    .filter(|o| ObjectKey::of(o).kind == kind)
+                    .enumerate()
+                    .filter(|(j, _)| mask & (1 << (j % 64)) != 0)
+                    .map(|(_, o)| o)
+                    .collect();
+                inv.replace_kind(&kind, objects)
             }
         };
         let after = view(&inv);

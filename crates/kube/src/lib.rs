@@ -93,6 +93,32 @@ pub struct ConnectOptions {
     pub page_size: Option<u32>,
 }
 
+/// What a watch ([`Cluster::watch`]) reports, for the kind at an index of the kinds watched.
+///
+/// A kind's objects are first listed (`Relisting`, then `Applied` for each, then `Listed`),
+/// then changes follow. When the watch cannot resume from where it was (the server answers
+/// 410 Gone, or the connection was lost for longer than the server keeps history), the kind
+/// is listed again the same way: the objects between `Relisting` and `Listed` replace every
+/// object of the kind held before.
+///
+/// ```
+/// let e = wlmap_kube::WatchEvent::Listed(0);
+/// assert!(matches!(e, wlmap_kube::WatchEvent::Listed(0)));
+/// ```
+#[derive(Debug)]
+pub enum WatchEvent {
+    /// The kind's objects are about to be listed anew.
+    Relisting(usize),
+    /// An object as it now is (created or changed, or listed during a relist).
+    Applied(usize, Value),
+    /// An object deleted, as it was last.
+    Deleted(usize, Value),
+    /// The listing that `Relisting` began is complete.
+    Listed(usize),
+    /// The watch of the kind failed; it is retried with backoff.
+    Failed(usize, Error),
+}
+
 /// A kind the server serves.
 ///
 /// ```no_run
@@ -416,6 +442,74 @@ impl Cluster {
         }
     }
 
+    /// Watch these kinds (in a namespace, or all) until `on` says stop: one watch per kind,
+    /// resuming from the last resourceVersion seen, relisting when the server no longer has
+    /// it (410 Gone), with bookmarks, retried with backoff when a watch fails. Objects are
+    /// handed over with `apiVersion` and `kind` set, as [`Cluster::list`] gives them.
+    ///
+    /// ```no_run
+    /// # let cluster = wlmap_kube::Cluster::connect(&wlmap_kube::ConnectOptions::default()).unwrap();
+    /// # let pods = cluster.resource(&wlmap_schema::GroupVersionKind::new("", "v1", "Pod")).unwrap().unwrap();
+    /// use std::ops::ControlFlow;
+    /// let mut seen = 0;
+    /// cluster.watch(&[pods], Some("default"), |e| match e {
+    ///     wlmap_kube::WatchEvent::Listed(_) => ControlFlow::Break(()),
+    ///     _ => { seen += 1; ControlFlow::Continue(()) }
+    /// });
+    /// ```
+    pub fn watch(
+        &self,
+        kinds: &[Kind],
+        ns: Option<&str>,
+        mut on: impl FnMut(WatchEvent) -> std::ops::ControlFlow<()>,
+    ) {
+        use futures::StreamExt;
+        use kube::runtime::{WatchStreamExt, watcher};
+        let streams = kinds.iter().enumerate().map(|(i, k)| {
+            let api: kube::Api<kube::api::DynamicObject> = match (k.namespaced, ns) {
+                (true, Some(n)) => kube::Api::namespaced_with(self.client.clone(), n, &k.resource),
+                _ => kube::Api::all_with(self.client.clone(), &k.resource),
+            };
+            let resource = k.resource.clone();
+            watcher(api, watcher::Config::default())
+                .default_backoff()
+                .map(move |e| (i, resource.clone(), e))
+                .boxed()
+        });
+        let mut all = futures::stream::select_all(streams);
+        self.rt.block_on(async {
+            while let Some((i, resource, event)) = all.next().await {
+                let event = match event {
+                    Ok(watcher::Event::Init) => WatchEvent::Relisting(i),
+                    Ok(watcher::Event::InitDone) => WatchEvent::Listed(i),
+                    Ok(watcher::Event::Apply(o) | watcher::Event::InitApply(o)) => {
+                        WatchEvent::Applied(i, typed(o, &resource))
+                    }
+                    Ok(watcher::Event::Delete(o)) => WatchEvent::Deleted(i, typed(o, &resource)),
+                    Err(e) => WatchEvent::Failed(i, self.watch_error(e, &resource.plural)),
+                };
+                if on(event).is_break() {
+                    break;
+                }
+            }
+        });
+    }
+
+    fn watch_error(&self, e: kube::runtime::watcher::Error, plural: &str) -> Error {
+        use kube::runtime::watcher::Error as W;
+        let what = format!("watch {plural}");
+        match e {
+            W::InitialListFailed(e) | W::WatchStartFailed(e) | W::WatchFailed(e) => {
+                self.classify(e, &what)
+            }
+            W::WatchError(s) => self.classify(kube::Error::Api(s), &what),
+            W::NoResourceVersion => Error::Api {
+                code: 0,
+                message: format!("{what}: no resourceVersion (does the kind support watch?)"),
+            },
+        }
+    }
+
     /// Get one object.
     ///
     /// ```no_run
@@ -501,6 +595,16 @@ fn encode(s: &str) -> String {
             }
         })
         .collect()
+}
+
+/// A watched object as JSON, with `apiVersion` and `kind` set from the kind watched.
+fn typed(o: kube::api::DynamicObject, r: &ApiResource) -> Value {
+    let mut v = serde_json::to_value(o).unwrap_or(Value::Null);
+    if let Some(m) = v.as_object_mut() {
+        m.insert("apiVersion".into(), Value::from(r.api_version.clone()));
+        m.insert("kind".into(), Value::from(r.kind.clone()));
+    }
+    v
 }
 
 fn root_cause(e: &dyn std::error::Error) -> String {

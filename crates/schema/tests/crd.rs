@@ -1,5 +1,5 @@
 //! The checked-in CRD equals the one generated from the Rust types
-//! (`WLMAP_BLESS=1 cargo test -p wlmap-schema --test crd` rewrites it), and it is structural.
+//! (`scripts/bless.sh` rewrites it), and it is structural.
 
 use serde_json::Value;
 
@@ -21,7 +21,7 @@ fn checked_in_crd_is_current() {
     let have = std::fs::read_to_string(PATH).unwrap_or_default();
     assert!(
         have == want,
-        "crates/schema/crd/kartas.run.ai.yaml is stale: run WLMAP_BLESS=1 cargo test -p wlmap-schema --test crd"
+        "crates/schema/crd/kartas.run.ai.yaml is stale: run scripts/bless.sh"
     );
 }
 

@@ -9,11 +9,11 @@ use crate::source::Selector;
 use crate::view;
 use std::collections::BTreeSet;
 use wlmap_engine::{GpuPolicy, Object};
-use wlmap_inventory::{Entry, ObjectKey};
+use wlmap_inventory::{Entry, Index, ObjectKey};
 use wlmap_schema::GroupKind;
 
 /// What the arguments ask for.
-struct Query {
+pub struct Query {
     /// Every object of these kinds.
     kinds: BTreeSet<GroupKind>,
     /// These objects by name.
@@ -21,11 +21,13 @@ struct Query {
     /// Only top-level workloads (`--all-types`), except the objects named.
     top_level: bool,
     selector: Option<Selector>,
-    namespace: Option<String>,
+    /// Namespace filter: None = all namespaces.
+    pub namespace: Option<String>,
 }
 
 impl Query {
-    fn new(ctx: &Context, a: &GetArgs) -> Result<Query> {
+    /// The query of `get`'s arguments.
+    pub fn new(ctx: &Context, a: &GetArgs) -> Result<Query> {
         let ts = targets(&a.targets)?;
         if ts.is_empty() && !a.all_types {
             return Err(usage(
@@ -62,7 +64,7 @@ impl Query {
     }
 
     /// Does the object belong in the listing?
-    fn wants(&self, ctx: &Context, o: &Object) -> bool {
+    pub fn wants(&self, index: &Index, o: &Object) -> bool {
         let in_namespace = self
             .namespace
             .as_deref()
@@ -72,8 +74,8 @@ impl Query {
         in_namespace
             && (named || self.kinds.contains(&gk))
             && self.selector.as_ref().is_none_or(|s| s.matches(o))
-            && ctx.index.definition_for(o).is_some()
-            && (named || !self.top_level || ctx.index.is_top_level(o))
+            && index.definition_for(o).is_some()
+            && (named || !self.top_level || index.is_top_level(o))
     }
 
     /// The keys listed, in kubectl's order; a named object that is not there is an error.
@@ -81,7 +83,7 @@ impl Query {
         let mut keys: Vec<ObjectKey> = ctx
             .index
             .objects()
-            .filter(|o| self.wants(ctx, o))
+            .filter(|o| self.wants(&ctx.index, o))
             .map(ObjectKey::of)
             .collect();
         keys.sort();
@@ -101,6 +103,9 @@ impl Query {
 /// Run.
 pub fn run(ctx: &Context, a: &GetArgs) -> Result {
     let query = Query::new(ctx, a)?;
+    if a.watch {
+        return crate::commands::watch::run(ctx, a, &query);
+    }
     let entries = ctx.evaluate(&query.select(ctx)?);
     let items: Vec<view::GetItem> = entries.iter().map(item).collect();
     match ctx.output() {
@@ -183,15 +188,8 @@ pub fn item(e: &Entry) -> view::GetItem {
 /// The table: NAMESPACE (with `-A`), NAME, KIND, STATUS, PODS, GPUS, AGE; `-o wide` adds
 /// COMPONENTS and DEFINITION.
 pub fn table(items: &[view::GetItem], all_namespaces: bool, wide: bool) -> String {
+    let header = header(all_namespaces, wide);
     let colour = render::colour_enabled();
-    let mut header = vec![];
-    if all_namespaces {
-        header.push("NAMESPACE");
-    }
-    header.extend(["NAME", "KIND", "STATUS", "PODS", "GPUS", "AGE"]);
-    if wide {
-        header.extend(["COMPONENTS", "DEFINITION"]);
-    }
     let rows: Vec<Vec<String>> = items
         .iter()
         .map(|it| row(it, all_namespaces, wide, colour))
@@ -201,7 +199,21 @@ pub fn table(items: &[view::GetItem], all_namespaces: bool, wide: bool) -> Strin
     s
 }
 
-fn row(it: &view::GetItem, all_namespaces: bool, wide: bool, colour: bool) -> Vec<String> {
+/// The table's columns.
+pub fn header(all_namespaces: bool, wide: bool) -> Vec<&'static str> {
+    let mut header = vec![];
+    if all_namespaces {
+        header.push("NAMESPACE");
+    }
+    header.extend(["NAME", "KIND", "STATUS", "PODS", "GPUS", "AGE"]);
+    if wide {
+        header.extend(["COMPONENTS", "DEFINITION"]);
+    }
+    header
+}
+
+/// One row of the table.
+pub fn row(it: &view::GetItem, all_namespaces: bool, wide: bool, colour: bool) -> Vec<String> {
     let mut r = vec![];
     if all_namespaces {
         r.push(it.namespace.clone());

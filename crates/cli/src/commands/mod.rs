@@ -7,3 +7,4 @@ pub mod gang;
 pub mod get;
 pub mod set;
 pub mod validate;
+pub mod watch;

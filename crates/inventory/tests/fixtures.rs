@@ -1,10 +1,12 @@
-//! Resolving on every core gives the same results, in the same order, as one thread.
+//! Over every state of every catalog fixture: resolving on every core gives what one thread
+//! gives, and trimmed objects (what a live inventory holds) give what whole ones give.
 
 use serde_json::Value;
 use wlmap_engine::Object;
 use wlmap_inventory::{Entry, Index};
 
-/// Every state of every catalog fixture, each in a namespace of its own.
+/// Every state of every catalog fixture, each in a namespace of its own (uids made unique the
+/// same way: states of one fixture reuse them).
 fn all_fixture_objects() -> Vec<Object> {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../catalog/fixtures");
     let mut out = Vec::new();
@@ -32,6 +34,18 @@ fn all_fixture_objects() -> Vec<Object> {
             for mut v in wlmap_schema::decode_objects(&text, &ns).expect("decodes") {
                 if v["metadata"].get("namespace").is_some() {
                     v["metadata"]["namespace"] = Value::from(ns.clone());
+                }
+                if let Some(uid) = v["metadata"]["uid"].as_str() {
+                    v["metadata"]["uid"] = Value::from(format!("{ns}/{uid}"));
+                }
+                for r in v["metadata"]["ownerReferences"]
+                    .as_array_mut()
+                    .into_iter()
+                    .flatten()
+                {
+                    if let Some(uid) = r["uid"].as_str() {
+                        r["uid"] = Value::from(format!("{ns}/{uid}"));
+                    }
                 }
                 out.push(Object::new(v));
             }
@@ -74,4 +88,34 @@ fn every_core_gives_what_one_thread_gives() {
         "{resolved} of {} resolve",
         one.len()
     );
+}
+
+#[test]
+fn trimmed_objects_resolve_as_whole_ones() {
+    let reg = wlmap_catalog::registry().expect("catalog");
+    let whole = all_fixture_objects();
+    let trimmed: Vec<Object> = whole
+        .iter()
+        .map(|o| {
+            let mut v = o.json().clone();
+            wlmap_inventory::trim(&mut v);
+            Object::new(v)
+        })
+        .collect();
+    let pods_trimmed = whole
+        .iter()
+        .zip(&trimmed)
+        .filter(|(w, t)| w.is_pod() && w.json() != t.json())
+        .count();
+    assert!(
+        pods_trimmed > 50,
+        "the fixtures' pods carry fields to trim: {pods_trimmed}"
+    );
+    let (a, b) = (Index::new(reg.clone(), whole), Index::new(reg, trimmed));
+    let keys = a.top_level_keys();
+    assert_eq!(keys, b.top_level_keys());
+    let (ea, eb) = (a.evaluate_all(&keys), b.evaluate_all(&keys));
+    for (k, (x, y)) in keys.iter().zip(ea.iter().zip(&eb)) {
+        assert_eq!(shown(x), shown(y), "{k} resolves otherwise when trimmed");
+    }
 }

@@ -1,0 +1,186 @@
+//! Benchmark of the live inventory (BENCHMARKS.md, "Live inventory"): the cost of one event
+//! against the size of the cluster, a full rebuild of the same set, and the memory the
+//! inventory holds against the same objects parsed into JSON values.
+//!
+//! The cluster: N Jobs (the catalog's `batch/v1` definition) of 10 pods each, objects as the
+//! Job controller and the kubelet write them (see crates/catalog/fixtures/batch-job-v1).
+//!
+//! ```sh
+//! cargo run --release -p wlmap-inventory --example events -- events 10000    # per-event cost
+//! cargo run --release -p wlmap-inventory --example events -- memory 10000    # RSS held
+//! cargo run --release -p wlmap-inventory --example events -- parse-only 10000
+//! ```
+
+use serde_json::{Value, json};
+use std::time::Instant;
+use wlmap_engine::Object;
+use wlmap_inventory::Inventory;
+
+const PODS_PER_JOB: usize = 10;
+
+fn job(i: usize) -> Value {
+    json!({"apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": format!("train-{i}"), "namespace": format!("team-{}", i % 100),
+            "uid": format!("job-{i:08}"), "creationTimestamp": "2026-11-30T10:00:00Z",
+            "labels": {"app": "train", "team": format!("team-{}", i % 100)},
+            "managedFields": [{"manager": "kube-controller-manager", "operation": "Update",
+                "apiVersion": "batch/v1", "fieldsType": "FieldsV1",
+                "fieldsV1": {"f:status": {"f:active": {}, "f:ready": {}, "f:startTime": {}}}}]},
+        "spec": {"parallelism": PODS_PER_JOB, "completions": PODS_PER_JOB, "completionMode": "Indexed",
+            "backoffLimit": 6, "suspend": false,
+            "template": {"metadata": {"labels": {"app": "train"}},
+                "spec": {"restartPolicy": "Never", "containers": [{"name": "trainer",
+                    "image": "nvcr.io/nvidia/pytorch:25.08-py3", "command": ["torchrun"],
+                    "args": ["--nproc-per-node=4", "train.py"],
+                    "resources": {"requests": {"cpu": "8", "memory": "64Gi", "nvidia.com/gpu": "4"},
+                        "limits": {"nvidia.com/gpu": "4"}}}]}}},
+        "status": {"active": PODS_PER_JOB, "ready": PODS_PER_JOB, "startTime": "2026-11-30T10:00:05Z",
+            "terminating": 0, "uncountedTerminatedPods": {}}})
+}
+
+fn pod(i: usize, p: usize, phase: &str) -> Value {
+    let ready = if phase == "Running" { "True" } else { "False" };
+    json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": format!("train-{i}-{p}-x7k2q"), "namespace": format!("team-{}", i % 100),
+            "uid": format!("pod-{i:08}-{p:02}"), "creationTimestamp": "2026-11-30T10:00:02Z",
+            "labels": {"app": "train", "batch.kubernetes.io/job-name": format!("train-{i}"),
+                "batch.kubernetes.io/job-completion-index": p.to_string(),
+                "batch.kubernetes.io/controller-uid": format!("job-{i:08}")},
+            "annotations": {"batch.kubernetes.io/job-completion-index": p.to_string()},
+            "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": format!("train-{i}"),
+                "uid": format!("job-{i:08}"), "controller": true, "blockOwnerDeletion": true}],
+            "managedFields": [{"manager": "kubelet", "operation": "Update", "apiVersion": "v1",
+                "fieldsType": "FieldsV1", "fieldsV1": {"f:status": {"f:conditions": {}, "f:phase": {}}}}]},
+        "spec": {"nodeName": format!("gpu-node-{}", (i * PODS_PER_JOB + p) % 1000),
+            "restartPolicy": "Never", "schedulerName": "default-scheduler", "hostname": format!("train-{i}-{p}"),
+            "containers": [{"name": "trainer", "image": "nvcr.io/nvidia/pytorch:25.08-py3",
+                "command": ["torchrun"], "args": ["--nproc-per-node=4", "train.py"],
+                "env": [{"name": "JOB_COMPLETION_INDEX", "valueFrom": {"fieldRef": {"fieldPath":
+                    "metadata.annotations['batch.kubernetes.io/job-completion-index']"}}}],
+                "resources": {"requests": {"cpu": "8", "memory": "64Gi", "nvidia.com/gpu": "4"},
+                    "limits": {"nvidia.com/gpu": "4"}},
+                "volumeMounts": [{"name": "kube-api-access", "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount", "readOnly": true}]}],
+            "volumes": [{"name": "kube-api-access", "projected": {"sources": [{"serviceAccountToken": {"path": "token", "expirationSeconds": 3607}}]}}],
+            "tolerations": [{"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}]},
+        "status": {"phase": phase, "hostIP": "10.1.0.1", "podIP": "10.244.0.1", "startTime": "2026-11-30T10:00:03Z",
+            "conditions": [{"type": "Ready", "status": ready}, {"type": "PodScheduled", "status": "True"}],
+            "containerStatuses": [{"name": "trainer", "ready": ready == "True", "restartCount": 0,
+                "image": "nvcr.io/nvidia/pytorch:25.08-py3", "imageID": "sha256:0f3e", "containerID": "containerd://1",
+                "state": {"running": {"startedAt": "2026-11-30T10:00:04Z"}}}]}})
+}
+
+fn cluster(n: usize) -> Vec<Value> {
+    let mut out = Vec::with_capacity(n * (PODS_PER_JOB + 1));
+    for i in 0..n {
+        out.push(job(i));
+        for p in 0..PODS_PER_JOB {
+            out.push(pod(i, p, "Running"));
+        }
+    }
+    out
+}
+
+fn trimmed(mut v: Value) -> Object {
+    wlmap_inventory::trim(&mut v);
+    Object::new(v)
+}
+
+fn rss_mb() -> f64 {
+    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
+    let pages: f64 = statm
+        .split_whitespace()
+        .nth(1)
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(0.0);
+    pages * 4096.0 / 1e6
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
+}
+
+fn report(what: &str, mut us: Vec<f64>) {
+    us.sort_by(|a, b| a.total_cmp(b));
+    println!(
+        "{what}: {} events, median {:.1} µs, p99 {:.1} µs, max {:.1} µs",
+        us.len(),
+        percentile(&us, 0.5),
+        percentile(&us, 0.99),
+        us[us.len() - 1]
+    );
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let mode = args.get(1).map(String::as_str).unwrap_or("events");
+    let n: usize = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(10_000);
+    let registry = wlmap_catalog::registry().expect("catalog");
+    let base = rss_mb();
+    match mode {
+        "parse-only" => {
+            let objects = cluster(n);
+            println!(
+                "parse-only: {} objects as JSON values, {:.0} MB held",
+                objects.len(),
+                rss_mb() - base
+            );
+            std::hint::black_box(&objects);
+        }
+        "memory" => {
+            let inv = Inventory::from_objects(registry, cluster(n).into_iter().map(trimmed));
+            println!(
+                "inventory: {} objects, {} workloads, {:.0} MB held",
+                inv.index().len(),
+                inv.workloads().count(),
+                rss_mb() - base
+            );
+        }
+        _ => {
+            let t = Instant::now();
+            let mut inv =
+                Inventory::from_objects(registry.clone(), cluster(n).into_iter().map(trimmed));
+            let build = t.elapsed();
+            println!(
+                "full build of {} objects, {} workloads: {:.2} s",
+                inv.index().len(),
+                inv.workloads().count(),
+                build.as_secs_f64()
+            );
+            let events = 20_000;
+            let mut pod_us = Vec::with_capacity(events);
+            for e in 0..events {
+                let (i, p) = ((e * 7919) % n, e % PODS_PER_JOB);
+                let phase = if (e / n).is_multiple_of(2) {
+                    "Pending"
+                } else {
+                    "Running"
+                };
+                let o = trimmed(pod(i, p, phase));
+                let t = Instant::now();
+                let changes = inv.apply(o);
+                pod_us.push(t.elapsed().as_secs_f64() * 1e6);
+                assert_eq!(changes.len(), 1, "a pod change changes its Job");
+            }
+            report("pod status change", pod_us);
+            let mut job_us = Vec::with_capacity(events);
+            for e in 0..events {
+                let i = (e * 7919) % n;
+                let mut j = job(i);
+                j["spec"]["parallelism"] = json!(PODS_PER_JOB - 1 - (e / n) % 2);
+                let o = trimmed(j);
+                let t = Instant::now();
+                inv.apply(o);
+                job_us.push(t.elapsed().as_secs_f64() * 1e6);
+            }
+            report("workload spec change", job_us);
+            let objects: Vec<Object> = inv.index().objects().cloned().collect();
+            let t = Instant::now();
+            let rebuilt = Inventory::from_objects(registry, objects);
+            println!(
+                "rebuild from the same objects: {:.2} s ({} workloads)",
+                t.elapsed().as_secs_f64(),
+                rebuilt.workloads().count()
+            );
+        }
+    }
+}
