@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Build (or reuse) the testbed binaries: kube-apiserver, kubectl,
-# kube-controller-manager and etcd, at the versions pinned in testbed/go.mod.
+# kube-controller-manager, kube-scheduler and etcd at the versions pinned in
+# testbed/go.mod, plus the KWOK controller and the KubeRay operator at the
+# versions pinned below (each from its own published module).
 #
 #   testbed/build.sh            # prints the bin directory on stdout
 #
@@ -30,11 +32,12 @@ K8S_MINOR="${K8S_VERSION#v*.}"; K8S_MINOR="${K8S_MINOR%%.*}"
 CACHE="${WLMAP_TESTBED_CACHE:-$HOME/.cache/wlmap-testbed}"
 OUT="$CACHE/$K8S_VERSION"
 BIN="$OUT/bin"
-BINARIES=(kube-apiserver kubectl kube-controller-manager etcd)
+BINARIES=(kube-apiserver kubectl kube-controller-manager kube-scheduler etcd)
 PACKAGES=(
   k8s.io/kubernetes/cmd/kube-apiserver
   k8s.io/kubernetes/cmd/kubectl
   k8s.io/kubernetes/cmd/kube-controller-manager
+  k8s.io/kubernetes/cmd/kube-scheduler
   ./cmd/etcd
 )
 
@@ -68,33 +71,77 @@ mkdir -p "$OUT"
 exec 9>"$OUT/.build.lock"
 flock 9
 
-if [ "${WLMAP_TESTBED_REBUILD:-0}" != 1 ] && up_to_date; then
-  log "up to date: $BIN"
-  echo "$BIN"
-  exit 0
-fi
-
-log "building Kubernetes $K8S_VERSION binaries with $GO_VERSION into $BIN (first run downloads modules and compiles; expect ~20-30 min on 2 cores)"
 NICE=()
 if [ -n "${WLMAP_TESTBED_NICE-19}" ] && command -v nice >/dev/null 2>&1; then
   NICE=(nice -n "${WLMAP_TESTBED_NICE-19}")
 fi
+# GOTOOLCHAIN=local: never try to download a toolchain. CGO off: static,
+# portable binaries (the upstream release binaries are built the same way).
+export GOTOOLCHAIN=local CGO_ENABLED=0
 
-TMP="$(mktemp -d "$OUT/.bin.XXXXXX")"
-trap 'rm -rf "$TMP"' EXIT
-start=$(date +%s)
-(
-  cd "$HERE"
-  # GOTOOLCHAIN=local: never try to download a toolchain. CGO off: static,
-  # portable binaries (the upstream release binaries are built the same way).
-  export GOTOOLCHAIN=local CGO_ENABLED=0 GOFLAGS="${GOFLAGS:-} -mod=readonly"
-  "${NICE[@]}" go build -trimpath -buildvcs=false -ldflags "$LDFLAGS" -o "$TMP/" "${PACKAGES[@]}"
+build_kubernetes() {
+  log "building Kubernetes $K8S_VERSION binaries with $GO_VERSION into $BIN (first run downloads modules and compiles; expect ~25 min on 2 cores)"
+  local tmp start b
+  tmp="$(mktemp -d "$OUT/.bin.XXXXXX")"
+  start=$(date +%s)
+  (
+    cd "$HERE"
+    GOFLAGS="${GOFLAGS:-} -mod=readonly" "${NICE[@]}" \
+      go build -trimpath -buildvcs=false -ldflags "$LDFLAGS" -o "$tmp/" "${PACKAGES[@]}"
+  ) || { rm -rf "$tmp"; die "go build failed"; }
+  for b in "${BINARIES[@]}"; do
+    [ -x "$tmp/$b" ] || { rm -rf "$tmp"; die "go build did not produce $b"; }
+  done
+  mkdir -p "$BIN"
+  for b in "${BINARIES[@]}"; do mv -f "$tmp/$b" "$BIN/$b"; done
+  rm -rf "$tmp"
+  echo "$STAMP_WANT" > "$OUT/stamp"
+  log "built in $(( $(date +%s) - start ))s: ${BINARIES[*]}"
+}
+
+# Components with a Go module of their own, each built from its published module at a
+# pinned version (`go install MODULE/PKG@VERSION` uses that module's go.mod and go.sum,
+# checked against the checksum database), plus the manifests the testbed applies from it.
+#   name | package@version | binary | manifests directory inside the module (copied to $OUT/NAME/)
+ADDONS=(
+  "kwok|sigs.k8s.io/kwok/cmd/kwok@v0.8.0|kwok|kustomize/stage"
+  "kuberay|github.com/ray-project/kuberay/ray-operator@v1.5.0|ray-operator|config/crd/bases"
 )
-for b in "${BINARIES[@]}"; do
-  [ -x "$TMP/$b" ] || die "go build did not produce $b"
+
+build_addon() { # NAME PKG@VERSION BINARY MANIFESTS
+  local name=$1 pkg=$2 binary=$3 manifests=$4 want start tmp mod dir
+  want="$GO_VERSION $pkg $manifests"
+  if [ "${WLMAP_TESTBED_REBUILD:-0}" != 1 ] && [ -x "$BIN/$binary" ] && [ -d "$OUT/$name" ] \
+    && [ "$(cat "$OUT/$name.stamp" 2>/dev/null)" = "$want" ]; then
+    return 0
+  fi
+  log "building $name ($pkg)"
+  start=$(date +%s)
+  tmp="$(mktemp -d "$OUT/.$name.XXXXXX")"
+  GOBIN="$tmp" GOFLAGS="" "${NICE[@]}" go install -trimpath -ldflags "-s -w" "$pkg" \
+    || { rm -rf "$tmp"; die "go install $pkg failed"; }
+  [ -x "$tmp/$binary" ] || { rm -rf "$tmp"; die "go install $pkg did not produce $binary"; }
+  mod="${pkg%@*}"; mod="${mod%/cmd/*}"
+  dir="$(GOFLAGS="" go list -m -f '{{.Dir}}' "$mod@${pkg##*@}" 2>/dev/null || true)"
+  [ -n "$dir" ] || dir="$(go env GOMODCACHE)/$mod@${pkg##*@}"
+  [ -d "$dir/$manifests" ] || { rm -rf "$tmp"; die "$name: no $manifests in $dir"; }
+  mkdir -p "$BIN"
+  mv -f "$tmp/$binary" "$BIN/$binary"
+  rm -rf "$tmp" "$OUT/$name"
+  mkdir -p "$OUT/$name"
+  cp -r "$dir/$manifests"/. "$OUT/$name/"
+  chmod -R u+w "$OUT/$name"
+  echo "$want" > "$OUT/$name.stamp"
+  log "built $name in $(( $(date +%s) - start ))s"
+}
+
+if [ "${WLMAP_TESTBED_REBUILD:-0}" = 1 ] || ! up_to_date; then
+  build_kubernetes
+else
+  log "up to date: $BIN"
+fi
+for addon in "${ADDONS[@]}"; do
+  IFS='|' read -r name pkg binary manifests <<<"$addon"
+  build_addon "$name" "$pkg" "$binary" "$manifests"
 done
-mkdir -p "$BIN"
-for b in "${BINARIES[@]}"; do mv -f "$TMP/$b" "$BIN/$b"; done
-echo "$STAMP_WANT" > "$OUT/stamp"
-log "built in $(( $(date +%s) - start ))s: $(cd "$BIN" && echo "${BINARIES[@]}")"
 echo "$BIN"

@@ -15,7 +15,13 @@
 #   WLMAP_TESTBED_BIN          use binaries from this directory (skip build.sh)
 #   WLMAP_TESTBED_CONTROLLERS  1 = also start kube-controller-manager (real
 #                              Job/ReplicaSet/StatefulSet/... controllers;
-#                              there is no scheduler or kubelet, pods stay Pending)
+#                              without WLMAP_TESTBED_SCHEDULING pods stay Pending)
+#   WLMAP_TESTBED_SCHEDULING   1 = a cluster that schedules: kube-controller-manager,
+#                              kube-scheduler (gang scheduling on) and the KWOK
+#                              controller, which runs the pods bound to fake nodes
+#                              (no node exists until a test adds one)
+#   WLMAP_TESTBED_OPERATORS    operators to start, comma-separated (implies
+#                              SCHEDULING): kuberay
 #   WLMAP_TESTBED_START_TIMEOUT  seconds to wait for readiness (default 120)
 #   WLMAP_TESTBED_KEEP=1       on failure keep DIR (logs) instead of removing it
 set -euo pipefail
@@ -31,6 +37,16 @@ done
 T0=$(date +%s%N)
 TIMEOUT="${WLMAP_TESTBED_START_TIMEOUT:-120}"
 CONTROLLERS="${WLMAP_TESTBED_CONTROLLERS:-0}"
+SCHEDULING="${WLMAP_TESTBED_SCHEDULING:-0}"
+OPERATORS="${WLMAP_TESTBED_OPERATORS:-}"
+for op in ${OPERATORS//,/ }; do
+  case "$op" in kuberay) ;; *) die "unknown operator $op (known: kuberay)" ;; esac
+done
+[ -n "$OPERATORS" ] && SCHEDULING=1
+[ "$SCHEDULING" = 1 ] && CONTROLLERS=1
+# Workload-aware scheduling (Workload and PodGroup, scheduling.k8s.io/v1beta1, beta in
+# v1.37 and off by default): the gate on every component, the API group on the server.
+FEATURE_GATES="GenericWorkload=true"
 NAMESPACE=team-a
 ADMIN_USER=wlmap-admin
 RESTRICTED_USER=wlmap-restricted
@@ -156,6 +172,9 @@ sign restricted "/CN=$RESTRICTED_USER" clientAuth
 # The controller manager runs all controllers under one identity; make it a
 # cluster admin so it needs no per-controller service-account credentials.
 sign controller-manager "/O=system:masters/CN=system:kube-controller-manager" clientAuth
+# The scheduler runs as the identity the bootstrap RBAC policy grants (system:kube-scheduler
+# and system:volume-scheduler), so a permission it lacks upstream it lacks here too.
+sign scheduler "/CN=system:kube-scheduler" clientAuth
 # service-account token signing key pair
 gen_key "$PKI/sa.key"
 ossl rsa -in "$PKI/sa.key" -pubout -out "$PKI/sa.pub"
@@ -191,6 +210,7 @@ KUBECONFIG_RESTRICTED="$DIR/restricted.kubeconfig"
 write_kubeconfig "$KUBECONFIG_ADMIN" "$ADMIN_USER" admin default
 write_kubeconfig "$KUBECONFIG_RESTRICTED" "$RESTRICTED_USER" restricted "$NAMESPACE"
 write_kubeconfig "$DIR/controller-manager.kubeconfig" system:kube-controller-manager controller-manager default
+write_kubeconfig "$DIR/scheduler.kubeconfig" system:kube-scheduler scheduler default
 
 # ---------------------------------------------------------------- processes
 launch() { # NAME CMD... : start detached, log to DIR/logs/NAME.log, pid to DIR/pids/NAME.pid
@@ -252,6 +272,8 @@ launch kube-apiserver "$BIN/kube-apiserver" \
   --endpoint-reconciler-type=none \
   --allow-privileged=true \
   --profiling=false \
+  --feature-gates="$FEATURE_GATES" \
+  --runtime-config=scheduling.k8s.io/v1beta1=true \
   --v=1
 
 KC=("$BIN/kubectl" --kubeconfig="$KUBECONFIG_ADMIN" --request-timeout=5s)
@@ -328,6 +350,7 @@ if [ "$CONTROLLERS" = 1 ]; then
     --service-account-private-key-file="$PKI/sa.key" \
     --service-cluster-ip-range="$SERVICE_CIDR" \
     --use-service-account-credentials=false \
+    --feature-gates="$FEATURE_GATES" \
     --v=1
   KCM_PID="$(cat "$DIR/pids/kube-controller-manager.pid")"
   # The serviceaccount controller creating team-a/default proves controllers run.
@@ -339,6 +362,76 @@ if [ "$CONTROLLERS" = 1 ]; then
   done
   log "kube-controller-manager running"
 fi
+
+# ---------------------------------------------------------------- scheduling (optional)
+SCHEDULER_PID=""
+KWOK_PID=""
+if [ "$SCHEDULING" = 1 ]; then
+  for b in kube-scheduler kwok; do
+    [ -x "$BIN/$b" ] || die "missing $BIN/$b (run testbed/build.sh)"
+  done
+  # The default profile; with GenericWorkload on it holds the GangScheduling plugin.
+  launch kube-scheduler "$BIN/kube-scheduler" \
+    --kubeconfig="$DIR/scheduler.kubeconfig" \
+    --authentication-kubeconfig="$DIR/scheduler.kubeconfig" \
+    --authorization-kubeconfig="$DIR/scheduler.kubeconfig" \
+    --leader-elect=false \
+    --bind-address=127.0.0.1 \
+    --secure-port=0 \
+    --feature-gates="$FEATURE_GATES" \
+    --v=1
+  SCHEDULER_PID="$(cat "$DIR/pids/kube-scheduler.pid")"
+  # KWOK runs the pods bound to nodes annotated kwok.x-k8s.io/node=fake, with its own
+  # stages from the module (no Stage CRD): nodes become Ready and keep a heartbeat, pods
+  # become Running and Ready, and a Job's pods then Succeeded. It opens no port.
+  STAGES="$(dirname "$BIN")/kwok"
+  mkdir -p "$DIR/kwok-home"
+  KWOK_WORKDIR="$DIR/kwok-home" launch kwok "$BIN/kwok" \
+    --kubeconfig="$KUBECONFIG_ADMIN" \
+    --config="$STAGES/node/fast/node-initialize.yaml" \
+    --config="$STAGES/node/heartbeat/node-heartbeat.yaml" \
+    --config="$STAGES/pod/fast/pod-ready.yaml" \
+    --config="$STAGES/pod/fast/pod-complete.yaml" \
+    --config="$STAGES/pod/fast/pod-delete.yaml" \
+    --manage-all-nodes=false \
+    --manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake \
+    --cidr=10.244.0.0/16 \
+    --node-ip=10.1.0.1
+  KWOK_PID="$(cat "$DIR/pids/kwok.pid")"
+  sleep 1
+  alive kube-scheduler
+  alive kwok
+  log "kube-scheduler and kwok running"
+fi
+
+KUBERAY_PID=""
+case ",$OPERATORS," in *,kuberay,*)
+  [ -x "$BIN/ray-operator" ] || die "missing $BIN/ray-operator (run testbed/build.sh)"
+  # The CRDs are too large for client-side apply's last-applied annotation.
+  for crd in "$(dirname "$BIN")"/kuberay/ray.io_*.yaml; do
+    "${KC[@]}" apply --server-side --force-conflicts -f "$crd" >>"$DIR/logs/setup.log" 2>&1 \
+      || die "applying $crd failed (see $DIR/logs/setup.log)"
+  done
+  "${KC[@]}" wait --for=condition=Established --timeout="${TIMEOUT}s" \
+    crd/rayclusters.ray.io crd/rayjobs.ray.io crd/rayservices.ray.io >>"$DIR/logs/setup.log" 2>&1 \
+    || die "KubeRay CRDs not established"
+  read -r RAY_HEALTH_PORT < <(free_ports 1)
+  launch ray-operator "$BIN/ray-operator" \
+    --kubeconfig="$KUBECONFIG_ADMIN" \
+    --enable-leader-election=false \
+    --metrics-addr=0 \
+    --health-probe-bind-address="127.0.0.1:$RAY_HEALTH_PORT" \
+    --log-stdout-encoder=console
+  KUBERAY_PID="$(cat "$DIR/pids/ray-operator.pid")"
+  end=$(deadline)
+  until [ "$(curl -fsS --max-time 2 "http://127.0.0.1:$RAY_HEALTH_PORT/readyz" 2>/dev/null)" = ok ]; do
+    alive ray-operator
+    [ "$(date +%s)" -lt "$end" ] || die "ray-operator not ready after ${TIMEOUT}s"
+    sleep 0.3
+  done
+  log "KubeRay operator ready"
+  ;;
+esac
 
 # ---------------------------------------------------------------- env file
 cat > "$DIR/env.tmp" <<EOF
@@ -360,6 +453,11 @@ WLMAP_TESTBED_ETCD_URL=http://127.0.0.1:$ETCD_PORT
 WLMAP_TESTBED_ETCD_PID=$(cat "$DIR/pids/etcd.pid")
 WLMAP_TESTBED_APISERVER_PID=$(cat "$DIR/pids/kube-apiserver.pid")
 WLMAP_TESTBED_CONTROLLER_MANAGER_PID=$KCM_PID
+WLMAP_TESTBED_SCHEDULING=$SCHEDULING
+WLMAP_TESTBED_OPERATORS=$OPERATORS
+WLMAP_TESTBED_SCHEDULER_PID=$SCHEDULER_PID
+WLMAP_TESTBED_KWOK_PID=$KWOK_PID
+WLMAP_TESTBED_KUBERAY_PID=$KUBERAY_PID
 EOF
 mv "$DIR/env.tmp" "$DIR/env"
 STARTED=1

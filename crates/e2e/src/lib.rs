@@ -95,6 +95,60 @@ impl Testbed {
         )
     }
 
+    /// Add a KWOK node (a fake node the KWOK controller runs pods on) with `gpus`
+    /// `nvidia.com/gpu`, 32 CPUs, 256 GiB of memory and 110 pods, labelled
+    /// `wlmap.test/pool: POOL` so a test's pods land only on its own nodes. Needs a testbed
+    /// started with `WLMAP_TESTBED_SCHEDULING=1`. The node is created with its status (a
+    /// Node's status may be set on create), then waits until it is Ready and schedulable.
+    pub fn add_node(&self, name: &str, pool: &str, gpus: u32) {
+        let node = serde_json::json!({
+            "apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name,
+                "annotations": {"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"},
+                "labels": {"type": "kwok", "kubernetes.io/arch": "amd64", "kubernetes.io/os": "linux",
+                    "kubernetes.io/hostname": name, "wlmap.test/pool": pool}},
+            "status": {
+                "allocatable": {"cpu": "32", "memory": "256Gi", "pods": "110", "nvidia.com/gpu": gpus.to_string()},
+                "capacity": {"cpu": "32", "memory": "256Gi", "pods": "110", "nvidia.com/gpu": gpus.to_string()},
+                "nodeInfo": {"architecture": "amd64", "operatingSystem": "linux", "kubeletVersion": "fake"}}
+        });
+        self.kubectl(&["create", "-f", "-"], Some(&node.to_string()));
+        // Ready (KWOK) and untainted (the node lifecycle controller lifts not-ready).
+        self.wait_for(&format!("node {name} Ready and schedulable"), 120, || {
+            let n = self.get_json(&["get", "node", name]);
+            let ready = n["status"]["conditions"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|c| c["type"] == "Ready" && c["status"] == "True");
+            ready && n["spec"]["taints"].as_array().is_none_or(|t| t.is_empty())
+        });
+    }
+
+    /// Remove a node added by [`Testbed::add_node`].
+    pub fn remove_node(&self, name: &str) {
+        self.kubectl(&["delete", "node", name, "--wait=false"], None);
+    }
+
+    /// `kubectl ARGS -o json`, parsed.
+    pub fn get_json(&self, args: &[&str]) -> Value {
+        let text = self.kubectl(&[args, &["-o", "json"]].concat(), None);
+        serde_json::from_str(&text).expect("kubectl -o json")
+    }
+
+    /// Poll `ok` every 300 ms until it holds; panic naming `what` after `seconds` (a bound on
+    /// a failure, never a measurement).
+    pub fn wait_for(&self, what: &str, seconds: u64, mut ok: impl FnMut() -> bool) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(seconds);
+        while !ok() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "timed out after {seconds} s waiting for {what}"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(300));
+        }
+    }
+
     /// Apply a manifest file.
     pub fn apply_file(&self, path: &Path) {
         self.kubectl(&["apply", "-f", path.to_str().expect("utf8 path")], None);

@@ -156,7 +156,9 @@ fn text(def: &Definition, w: &Workload, obj: &Object, explain: bool, file_mode: 
         def.origin(),
         age
     ));
-    let reason = match (&w.status.reason, &w.status.message) {
+    // An empty reason or message (KubeRay writes `message: ""`) says nothing.
+    let said = |s: &Option<String>| s.clone().filter(|s| !s.is_empty());
+    let reason = match (said(&w.status.reason), said(&w.status.message)) {
         (Some(r), Some(m)) => format!(" ({r}: {m})"),
         (Some(r), None) => format!(" ({r})"),
         (None, Some(m)) => format!(" ({m})"),

@@ -1,0 +1,361 @@
+//! End to end on a testbed that schedules: the real kube-scheduler (gang scheduling on), the
+//! real Job controller, the real KubeRay operator, and KWOK nodes that advertise GPUs and run
+//! the pods bound to them. Run through
+//! `WLMAP_TESTBED_OPERATORS=kuberay testbed/with-testbed.sh cargo test -p wlmap-e2e --test scheduling -- --include-ignored --test-threads=1`
+//! (scripts/test.sh does). Each test has its own namespace and its own node pool (pods select
+//! it), so what one leaves running does not take another's capacity.
+
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use wlmap_e2e::{Testbed, json};
+
+const NEEDS: &str = "needs the scheduling testbed: WLMAP_TESTBED_OPERATORS=kuberay testbed/with-testbed.sh cargo test -p wlmap-e2e --test scheduling -- --include-ignored";
+
+fn testbed() -> Testbed {
+    let tb = Testbed::from_env();
+    assert_eq!(
+        std::env::var("WLMAP_TESTBED_SCHEDULING").as_deref(),
+        Ok("1"),
+        "these tests need a testbed started with WLMAP_TESTBED_SCHEDULING=1 (or OPERATORS)"
+    );
+    tb
+}
+
+fn namespace(tb: &Testbed, ns: &str) {
+    tb.kubectl(&["create", "namespace", ns], None);
+}
+
+/// A container asking for `gpus` GPUs (requests = limits, as the device plugin requires).
+fn gpu_container(gpus: u32) -> Value {
+    let r = json!({"cpu": "1", "memory": "1Gi", "nvidia.com/gpu": gpus.to_string()});
+    json!({"name": "main", "image": "registry.k8s.io/pause:3.10",
+        "resources": {"requests": r, "limits": r}})
+}
+
+/// Pods of a namespace by name: node name (None while unbound) and phase.
+fn pods(tb: &Testbed, ns: &str) -> BTreeMap<String, (Option<String>, String)> {
+    tb.get_json(&["get", "pods", "-n", ns])["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|p| {
+            let name = p["metadata"]["name"].as_str().unwrap_or("").to_string();
+            let node = p["spec"]["nodeName"].as_str().map(String::from);
+            let phase = p["status"]["phase"].as_str().unwrap_or("").to_string();
+            (name, (node, phase))
+        })
+        .collect()
+}
+
+fn bound(pods: &BTreeMap<String, (Option<String>, String)>) -> usize {
+    pods.values().filter(|(n, _)| n.is_some()).count()
+}
+
+/// A Job of 3 pods × 4 GPUs on two nodes of 8 GPUs: the real scheduler spreads them (no node
+/// holds more than two), KWOK runs them to completion, the Job controller completes the Job,
+/// and wlmap shows it Completed with 12 GPUs.
+#[test]
+#[ignore = "needs the scheduling testbed (see the file's doc)"]
+fn a_job_is_scheduled_runs_and_completes() {
+    let tb = testbed();
+    let ns = "sched-job";
+    namespace(&tb, ns);
+    tb.add_node("job-gpu-0", "job", 8);
+    tb.add_node("job-gpu-1", "job", 8);
+    let job = json!({"apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": "train", "namespace": ns},
+        "spec": {"parallelism": 3, "completions": 3, "completionMode": "Indexed", "backoffLimit": 0,
+            "template": {"spec": {"restartPolicy": "Never",
+                "nodeSelector": {"wlmap.test/pool": "job"},
+                "containers": [gpu_container(4)]}}}});
+    tb.kubectl(&["create", "-f", "-"], Some(&job.to_string()));
+    tb.kubectl(
+        &[
+            "wait",
+            "-n",
+            ns,
+            "--for=condition=Complete",
+            "job/train",
+            "--timeout=180s",
+        ],
+        None,
+    );
+    let all = pods(&tb, ns);
+    assert_eq!(all.len(), 3, "{all:?}");
+    let mut per_node: BTreeMap<&str, usize> = BTreeMap::new();
+    for (node, phase) in all.values() {
+        assert_eq!(phase, "Succeeded", "{all:?}");
+        *per_node.entry(node.as_deref().expect("bound")).or_default() += 1;
+    }
+    assert!(
+        per_node.values().all(|&n| n <= 2),
+        "8 GPUs hold two pods of 4: {per_node:?}"
+    );
+    let o = tb.wlmap(&["get", "job/train", "-n", ns, "-o", "json"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let item = &json(&o)["items"][0];
+    assert_eq!(item["status"]["phase"], "Completed", "{item}");
+    assert_eq!(item["resources"]["gpus"], 12.0, "{item}");
+    assert_eq!(item["pods"]["desired"], 3, "{item}");
+}
+
+/// Five pods of 4 GPUs in a gang of minimum 5 (a v1.37 PodGroup) on two nodes of 8 GPUs:
+/// room for four, so the scheduler binds none (and says so on the PodGroup); with a third
+/// node all five bind. The same five pods without the gang bind four and leave one Pending:
+/// the partial allocation gangs exist to prevent.
+#[test]
+#[ignore = "needs the scheduling testbed (see the file's doc)"]
+fn a_gang_binds_all_or_nothing() {
+    let tb = testbed();
+    tb.add_node("gang-gpu-0", "gang", 8);
+    tb.add_node("gang-gpu-1", "gang", 8);
+    let pod = |ns: &str, i: usize, group: Option<&str>| {
+        let mut p = json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": format!("worker-{i}"), "namespace": ns},
+            "spec": {"nodeSelector": {"wlmap.test/pool": "gang"}, "containers": [gpu_container(4)]}});
+        if let Some(g) = group {
+            p["spec"]["schedulingGroup"] = json!({"podGroupName": g});
+        }
+        p.to_string()
+    };
+
+    // Control: no gang, four of five bind.
+    let ns = "sched-nogang";
+    namespace(&tb, ns);
+    for i in 0..5 {
+        tb.kubectl(&["create", "-f", "-"], Some(&pod(ns, i, None)));
+    }
+    tb.wait_for("four plain pods bound", 120, || bound(&pods(&tb, ns)) == 4);
+    tb.wait_for("the fifth plain pod found unschedulable", 120, || {
+        tb.kubectl(&["get", "events", "-n", ns, "-o", "json"], None)
+            .contains("FailedScheduling")
+    });
+    assert_eq!(bound(&pods(&tb, ns)), 4);
+    tb.kubectl(
+        &["delete", "namespace", ns, "--wait=true", "--timeout=120s"],
+        None,
+    );
+
+    // The gang.
+    let ns = "sched-gang";
+    namespace(&tb, ns);
+    let group = json!({"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup",
+        "metadata": {"name": "workers", "namespace": ns},
+        "spec": {"schedulingPolicy": {"gang": {"minCount": 5}}}});
+    tb.kubectl(&["create", "-f", "-"], Some(&group.to_string()));
+    for i in 0..5 {
+        tb.kubectl(&["create", "-f", "-"], Some(&pod(ns, i, Some("workers"))));
+    }
+    // The scheduler's verdict on the group, not a pause: it tried and could not place it.
+    tb.wait_for("the PodGroup marked unschedulable", 120, || {
+        let g = tb.get_json(&["get", "podgroup.scheduling.k8s.io/workers", "-n", ns]);
+        g["status"]["conditions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|c| c["type"] == "PodGroupInitiallyScheduled" && c["status"] == "False")
+    });
+    assert_eq!(
+        bound(&pods(&tb, ns)),
+        0,
+        "a gang binds no pod short of its minimum"
+    );
+
+    tb.add_node("gang-gpu-2", "gang", 8);
+    tb.wait_for("all five gang pods bound and running", 120, || {
+        let p = pods(&tb, ns);
+        p.len() == 5
+            && p.values()
+                .all(|(n, phase)| n.is_some() && phase == "Running")
+    });
+    let g = tb.get_json(&["get", "podgroup.scheduling.k8s.io/workers", "-n", ns]);
+    assert!(
+        g["status"]["conditions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|c| c["type"] == "PodGroupInitiallyScheduled" && c["status"] == "True"),
+        "{g}"
+    );
+}
+
+/// A RayCluster through the real KubeRay operator: it creates the head and the workers, the
+/// scheduler puts them on KWOK nodes, they run, the operator reports the cluster ready; wlmap
+/// shows the live tree with the same counts as the operator's own status.
+#[test]
+#[ignore = "needs the scheduling testbed (see the file's doc)"]
+fn a_raycluster_from_the_real_operator() {
+    let tb = testbed();
+    assert!(
+        std::env::var("WLMAP_TESTBED_OPERATORS").is_ok_and(|o| o.contains("kuberay")),
+        "{NEEDS}"
+    );
+    let ns = "sched-ray";
+    namespace(&tb, ns);
+    tb.add_node("ray-cpu-0", "ray", 0);
+    tb.add_node("ray-gpu-0", "ray", 8);
+    let pod_spec = |gpus: u32| {
+        let mut c = gpu_container(gpus);
+        c["name"] = json!("ray");
+        c["image"] = json!("rayproject/ray:2.46.0");
+        if gpus == 0 {
+            c["resources"] = json!({"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"cpu": "1", "memory": "1Gi"}});
+        }
+        json!({"spec": {"nodeSelector": {"wlmap.test/pool": "ray"}, "containers": [c]}})
+    };
+    let rc = json!({"apiVersion": "ray.io/v1", "kind": "RayCluster",
+        "metadata": {"name": "tune", "namespace": ns},
+        "spec": {"rayVersion": "2.46.0",
+            "headGroupSpec": {"rayStartParams": {}, "template": pod_spec(0)},
+            "workerGroupSpecs": [{"groupName": "gpu", "replicas": 2, "minReplicas": 0, "maxReplicas": 4,
+                "rayStartParams": {}, "template": pod_spec(4)}]}});
+    tb.kubectl(&["create", "-f", "-"], Some(&rc.to_string()));
+    tb.wait_for("the operator to report the RayCluster ready", 180, || {
+        tb.get_json(&["get", "raycluster/tune", "-n", ns])["status"]["state"] == "ready"
+    });
+    let status = tb.get_json(&["get", "raycluster/tune", "-n", ns])["status"].clone();
+
+    let o = tb.wlmap(&["describe", "raycluster/tune", "-n", ns, "-o", "json"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v = json(&o);
+    assert_eq!(v["status"]["phase"], "Running", "{v}");
+    assert_eq!(v["resources"]["gpus"], 8.0, "{v}");
+    let workers = status["readyWorkerReplicas"]
+        .as_u64()
+        .expect("readyWorkerReplicas");
+    assert_eq!(workers, 2, "{status}");
+    assert_eq!(v["pods"]["observed"], workers + 1, "head and workers: {v}");
+    assert_eq!(v["pods"]["ready"], workers + 1, "{v}");
+    assert_eq!(
+        status["desiredGPU"].as_str().unwrap_or(""),
+        "8",
+        "the operator counts the same GPUs: {status}"
+    );
+    assert!(
+        v["unattributedPods"]
+            .as_array()
+            .is_none_or(|u| u.is_empty()),
+        "{v}"
+    );
+    // Every pod the operator made sits on a KWOK node of the pool and is placed in the tree.
+    let placed = pods(&tb, ns);
+    assert_eq!(placed.len(), 3, "{placed:?}");
+    assert!(
+        placed
+            .values()
+            .all(|(n, p)| n.as_deref().is_some_and(|n| n.starts_with("ray-")) && p == "Running"),
+        "{placed:?}"
+    );
+    let text = tb.wlmap(&["describe", "raycluster/tune", "-n", ns]);
+    let text = String::from_utf8_lossy(&text.stdout).into_owned();
+    for name in placed.keys() {
+        assert!(
+            text.contains(name.as_str()),
+            "{name} not in the tree:\n{text}"
+        );
+    }
+}
+
+/// `wlmap get --watch` against the live cluster: a Deployment created, scaled up, scaled down
+/// across an API server restart, and deleted, each seen as a row of its own (JSON lines), with
+/// the right pods and GPUs, the workload added once and never twice.
+#[test]
+#[ignore = "needs the scheduling testbed (see the file's doc)"]
+fn get_watch_follows_a_workload_through_an_api_server_restart() {
+    use std::io::{BufRead, BufReader};
+    let tb = testbed();
+    let ns = "sched-watch";
+    namespace(&tb, ns);
+    tb.add_node("watch-gpu-0", "watch", 8);
+    let mut child = std::process::Command::new(wlmap_e2e::wlmap_bin())
+        .args([
+            "--kubeconfig",
+            &tb.kubeconfig,
+            "get",
+            "-n",
+            ns,
+            "--all-types",
+            "-w",
+            "-o",
+            "json",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("wlmap runs");
+    let (tx, rx) = std::sync::mpsc::channel::<Value>();
+    let stdout = child.stdout.take().expect("stdout");
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(|l| l.ok()) {
+            let v: Value = serde_json::from_str(&line).expect("one JSON object per line");
+            if tx.send(v).is_err() {
+                break;
+            }
+        }
+    });
+    let mut seen: Vec<Value> = Vec::new();
+    let mut wait_line = |what: &str, ok: &dyn Fn(&Value) -> bool| {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+        loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            match rx.recv_timeout(left) {
+                Ok(v) => {
+                    let hit = ok(&v);
+                    seen.push(v);
+                    if hit {
+                        return;
+                    }
+                }
+                Err(_) => panic!("no line for {what}; lines so far: {seen:#?}"),
+            }
+        }
+    };
+    // A row of web in this state, whether the first one (ADDED) or a later one (MODIFIED).
+    let web = |ready: u64, desired: u64| {
+        move |v: &Value| {
+            v["type"] != "DELETED"
+                && v["object"]["name"] == "web"
+                && v["object"]["kind"] == "Deployment"
+                && v["object"]["pods"]["ready"] == ready
+                && v["object"]["pods"]["desired"] == desired
+                && v["object"]["resources"]["gpus"] == (desired * 2) as f64
+        }
+    };
+    let deployment = json!({"apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "web", "namespace": ns},
+        "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "web"}},
+            "template": {"metadata": {"labels": {"app": "web"}},
+                "spec": {"nodeSelector": {"wlmap.test/pool": "watch"}, "containers": [gpu_container(2)]}}}});
+    tb.kubectl(&["create", "-f", "-"], Some(&deployment.to_string()));
+    wait_line("web running with one pod", &web(1, 1));
+    tb.kubectl(&["scale", "-n", ns, "deployment/web", "--replicas=3"], None);
+    wait_line("web scaled up to three ready pods", &web(3, 3));
+
+    let restart = std::env::var("WLMAP_TESTBED_RESTART_APISERVER").expect("restart script");
+    let dir = std::env::var("WLMAP_TESTBED_DIR").expect("testbed dir");
+    let r = wlmap_e2e::run(&restart, &[&dir, "1"], None);
+    assert!(
+        r.status.success(),
+        "restart: {}",
+        String::from_utf8_lossy(&r.stderr)
+    );
+    tb.kubectl(&["scale", "-n", ns, "deployment/web", "--replicas=2"], None);
+    wait_line("web scaled down to two, after the restart", &web(2, 2));
+    tb.kubectl(&["delete", "-n", ns, "deployment/web"], None);
+    wait_line("web deleted", &|v: &Value| {
+        v["type"] == "DELETED" && v["object"]["name"] == "web"
+    });
+    let _ = child.kill();
+    let _ = child.wait();
+    let added = seen
+        .iter()
+        .filter(|v| v["type"] == "ADDED" && v["object"]["name"] == "web")
+        .count();
+    assert_eq!(added, 1, "web added once: {seen:#?}");
+    // Every row between creation and deletion is a workload of one Deployment: its
+    // ReplicaSet and pods are part of it, never rows of their own.
+    assert!(
+        seen.iter().all(|v| v["object"]["kind"] == "Deployment"),
+        "{seen:#?}"
+    );
+}
