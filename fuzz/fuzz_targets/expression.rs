@@ -1,10 +1,11 @@
 //! An arbitrary expression on arbitrary JSON, in the sandbox with budgets: compile errors and
-//! evaluation errors are fine, a panic or an unbounded run is not. Where `eval` does not use
-//! jaq (a plain path or the native subset), its answer must be jaq's: same outputs in the same
-//! order, or the same error message (budget errors aside: the deadline depends on the machine).
+//! evaluation errors are fine, a panic or an unbounded run is not. Where `evaluate` does not
+//! use jaq (a plain path or the native subset), its answer must be jaq's, on the jaq value and
+//! on the JSON: same outputs in the same order, or the same error message (budget errors
+//! aside: the deadline depends on the machine). Paths read on the JSON must be jaq's.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use wlmap_expr::EvalError;
+use wlmap_expr::{EvalError, Evaluator, Input, Output};
 
 fuzz_target!(|data: &[u8]| {
     let Some((expr, json)) = wlmap_fuzz::split_expression(data) else {
@@ -16,42 +17,35 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     let val = wlmap_expr::to_val(&input);
+    let vs = [val.clone()];
+    let converted = std::sync::OnceLock::new();
+    let (on_val, on_json) = (Input::Val(&val), Input::json(&input, &converted));
     let limits = wlmap_fuzz::limits();
-    let ours = e.eval(&val, &[val.clone()], &limits);
+    let show = |r: Result<Vec<Output<'_>>, EvalError>| {
+        r.map(|o| o.iter().map(|x| x.to_json().into_owned()).collect::<Vec<_>>())
+    };
+    let ours = show(e.evaluate(on_val, &vs, &limits));
     if let Ok(outs) = &ours {
         assert!(outs.len() <= limits.max_outputs);
-        for o in outs {
-            let _ = wlmap_expr::from_val(o);
-        }
     }
     let budget = |r: &Result<_, EvalError>| matches!(r, Err(EvalError::Budget { .. }));
     // An answer that ran out of budget is not compared (the deadline depends on the machine),
     // so jaq is not run for it either: hostile inputs would cost twice their deadline.
-    if e.evaluator() != "jaq" && !budget(&ours) {
-        let jaq = e.eval_interpreted(&val, &[val.clone()], &limits);
+    if e.evaluator() != Evaluator::Jaq && !budget(&ours) {
+        let jaq = show(
+            e.evaluate_by(Evaluator::Jaq, on_val, &vs, &limits)
+                .expect("jaq evaluates everything"),
+        );
         if !budget(&jaq) {
-            let show = |r: &Result<Vec<wlmap_expr::Val>, EvalError>| {
-                r.as_ref()
-                    .map(|o| o.iter().map(wlmap_expr::from_val).collect::<Vec<_>>())
-                    .map_err(Clone::clone)
-            };
-            assert_eq!(show(&ours), show(&jaq), "`{expr}` on {input}");
-            if let Some(on_json) = e.eval_json_with(&input, &[val.clone()], &limits)
-                && !budget(&on_json)
-            {
-                assert_eq!(show(&on_json), show(&jaq), "on JSON: `{expr}` on {input}");
-            }
-            if let Some(Ok(parts)) = e.eval_json_cow(&input, &[val.clone()], &limits) {
-                let parts: Vec<_> = parts.into_iter().map(std::borrow::Cow::into_owned).collect();
-                assert_eq!(Ok(parts), show(&jaq), "parts of JSON: `{expr}` on {input}");
+            assert_eq!(ours, jaq, "`{expr}` on {input}");
+            let json = show(e.evaluate(on_json, &vs, &limits));
+            if !budget(&json) {
+                assert_eq!(json, jaq, "on JSON: `{expr}` on {input}");
             }
         }
     }
-    let _ = e.paths(&val, &[val.clone()], &limits);
-    if let Some(p) = e.paths_json(&input, &limits) {
-        let jaq = e.paths(&val, &[val.clone()], &limits);
-        if !matches!(jaq, Err(EvalError::Budget { .. })) {
-            assert_eq!(p, jaq, "paths of `{expr}` on {input}");
-        }
+    let on_val_paths = e.paths_in(on_val, &vs, &limits);
+    if e.evaluator() != Evaluator::Jaq && !budget(&on_val_paths) {
+        assert_eq!(e.paths_in(on_json, &vs, &limits), on_val_paths, "paths of `{expr}` on {input}");
     }
 });

@@ -1,8 +1,11 @@
 //! Every expression of every catalog definition, evaluated on every object of its fixtures
-//! (workloads, children and pods as the controllers wrote them): the evaluator `eval` picks
-//! (plain path walk, native subset or jaq) answers exactly as jaq does, first output included.
+//! (workloads, children and pods as the controllers wrote them): whichever evaluator
+//! `evaluate` picks (plain path walk, native subset or jaq), on the object's JSON or on its jaq
+//! value, the answers are exactly jaq's; each fast evaluator run alone answers the same; the
+//! paths read on the JSON are the paths jaq finds.
 
-use wlmap_expr::{Expr, Limits, Val, from_val, to_val};
+use std::sync::OnceLock;
+use wlmap_expr::{EvalError, Evaluator, Expr, Input, Limits, Output, Val, to_val};
 
 mod common;
 
@@ -30,7 +33,7 @@ fn catalog_expressions_answer_like_jaq_on_fixture_objects() {
             .collect();
         for e in &exprs {
             *by_evaluator.entry(e.evaluator()).or_insert(0usize) += 1;
-            if e.evaluator() == "jaq" && std::env::var_os("WLMAP_SHOW_JAQ").is_some() {
+            if e.evaluator() == Evaluator::Jaq && std::env::var_os("WLMAP_SHOW_JAQ").is_some() {
                 eprintln!("jaq: {}", e.text());
             }
         }
@@ -42,56 +45,44 @@ fn catalog_expressions_answer_like_jaq_on_fixture_objects() {
                     vec![Val::Null; vars.len()],
                     vec![to_val(obj.json()); vars.len()],
                 ];
+                let converted = OnceLock::new();
+                let on_json = Input::json(obj.json(), &converted);
+                let on_val = Input::Val(&input);
+                let show = |r: Result<Vec<Output<'_>>, EvalError>| {
+                    r.map(|o| {
+                        o.iter()
+                            .map(|x| x.to_json().into_owned())
+                            .collect::<Vec<_>>()
+                    })
+                };
                 for e in &exprs {
                     for vs in &var_sets {
-                        let ours = e.eval(&input, vs, &limits);
-                        let jaq = e.eval_interpreted(&input, vs, &limits);
-                        let show = |r: &Result<Vec<Val>, _>| {
-                            r.as_ref()
-                                .map(|o| o.iter().map(from_val).collect::<Vec<_>>())
-                                .map_err(Clone::clone)
-                        };
-                        assert_eq!(
-                            show(&ours),
-                            show(&jaq),
-                            "{slug}: `{}` on {}",
-                            e.text(),
-                            common::name(&state)
+                        let jaq = show(
+                            e.evaluate_by(Evaluator::Jaq, on_val, vs, &limits)
+                                .expect("jaq evaluates everything"),
                         );
-                        if let Some(on_json) = e.eval_json_with(obj.json(), vs, &limits) {
-                            assert_eq!(
-                                show(&on_json),
-                                show(&jaq),
-                                "{slug}: `{}` on the JSON of {}",
-                                e.text(),
-                                common::name(&state)
-                            );
+                        let at = common::name(&state);
+                        let text = e.text();
+                        assert_eq!(
+                            show(e.evaluate(on_val, vs, &limits)),
+                            jaq,
+                            "{slug}: `{text}` on {at}"
+                        );
+                        assert_eq!(
+                            show(e.evaluate(on_json, vs, &limits)),
+                            jaq,
+                            "{slug}: `{text}` on the JSON of {at}"
+                        );
+                        for fast in [Evaluator::Plain, Evaluator::Native] {
+                            if let Some(r) = e.evaluate_by(fast, on_json, vs, &limits) {
+                                assert_eq!(show(r), jaq, "{slug}: `{text}` by {fast} on {at}");
+                            }
                         }
-                        if let Some(parts) = e.eval_json_cow(obj.json(), vs, &limits) {
-                            let parts = parts.map(|o| {
-                                o.into_iter()
-                                    .map(std::borrow::Cow::into_owned)
-                                    .collect::<Vec<_>>()
-                            });
-                            assert_eq!(parts, show(&jaq), "{slug}: parts of `{}`", e.text());
-                        }
-                        if let Some(paths) = e.paths_json(obj.json(), &limits) {
+                        if e.evaluator() != Evaluator::Jaq {
                             assert_eq!(
-                                paths,
-                                e.paths(&input, vs, &limits),
-                                "{slug}: paths of `{}`",
-                                e.text()
-                            );
-                        }
-                        let first = e
-                            .first(&input, vs, &limits)
-                            .map(|o| o.map(|v| from_val(&v)));
-                        if let Ok(all) = show(&jaq) {
-                            assert_eq!(
-                                first,
-                                Ok(all.first().cloned()),
-                                "{slug}: first of `{}`",
-                                e.text()
+                                e.paths_in(on_json, vs, &limits),
+                                e.paths_in(on_val, vs, &limits),
+                                "{slug}: paths of `{text}`"
                             );
                         }
                         compared += 1;
@@ -102,9 +93,9 @@ fn catalog_expressions_answer_like_jaq_on_fixture_objects() {
     }
     // Most catalog expressions must avoid jaq: that is what makes resolving fast.
     let (plain, native, jaq) = (
-        by_evaluator.get("plain").copied().unwrap_or(0),
-        by_evaluator.get("native").copied().unwrap_or(0),
-        by_evaluator.get("jaq").copied().unwrap_or(0),
+        by_evaluator.get(&Evaluator::Plain).copied().unwrap_or(0),
+        by_evaluator.get(&Evaluator::Native).copied().unwrap_or(0),
+        by_evaluator.get(&Evaluator::Jaq).copied().unwrap_or(0),
     );
     assert!(compared > 10_000, "only {compared} comparisons");
     assert!(

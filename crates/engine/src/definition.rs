@@ -576,9 +576,8 @@ impl Definition {
         self.limits = limits;
     }
 
-    /// Evaluate one expression of the definition on an object, with error context: plain paths
-    /// and the native subset read its JSON (no conversion of the whole object), anything else
-    /// its jaq value (converted once per object).
+    /// Evaluate one expression of the definition on an object, with error context (the
+    /// expression chooses how: its JSON in place, or its jaq value, converted once per object).
     pub(crate) fn eval_obj(
         &self,
         e: &Expr,
@@ -587,10 +586,10 @@ impl Definition {
         component: &str,
         field: &str,
     ) -> Result<Vec<wlmap_expr::Val>, Error> {
-        match e.eval_json_with(obj.json(), vars, &self.limits) {
-            Some(r) => r.map_err(|source| self.located(e, component, field, source)),
-            None => self.eval(e, &obj.val(), vars, component, field),
-        }
+        let out = e
+            .evaluate(obj.input(), vars, &self.limits)
+            .map_err(|source| self.located(e, component, field, source))?;
+        Ok(out.into_iter().map(wlmap_expr::Output::into_val).collect())
     }
 
     pub(crate) fn located(
@@ -609,17 +608,5 @@ impl Definition {
             }),
             source,
         }
-    }
-
-    pub(crate) fn eval(
-        &self,
-        e: &Expr,
-        input: &wlmap_expr::Val,
-        vars: &[wlmap_expr::Val],
-        component: &str,
-        field: &str,
-    ) -> Result<Vec<wlmap_expr::Val>, Error> {
-        e.eval(input, vars, &self.limits)
-            .map_err(|source| self.located(e, component, field, source))
     }
 }

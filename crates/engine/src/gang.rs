@@ -306,14 +306,14 @@ pub fn gangs(def: &Definition, w: &Workload, pods: Option<&[Object]>) -> Result<
     Ok(out)
 }
 
-/// The non-empty strings a plain-path key (a pod label, most often) reads, taken from the
-/// pod's JSON without converting it; `None` when the key is not a plain path, fails, or reads
-/// anything but strings and nulls (then it is evaluated the general way, errors included).
+/// The non-empty strings a key (a pod label, most often) reads, taken from the pod's JSON
+/// without converting it when the key is a path; `None` when the key fails or reads anything
+/// but strings and nulls (then it is evaluated the general way, errors included).
 fn label_strings(def: &Definition, k: &wlmap_expr::Expr, pod: &Object) -> Option<Vec<String>> {
-    let refs = k.eval_json_refs(pod.json(), &def.limits)?.ok()?;
-    let mut out = Vec::with_capacity(refs.len());
-    for v in refs {
-        match v {
+    let outs = k.evaluate(pod.input(), &[], &def.limits).ok()?;
+    let mut out = Vec::with_capacity(outs.len());
+    for o in &outs {
+        match o.to_json().as_ref() {
             Value::String(s) if !s.is_empty() => out.push(s.clone()),
             Value::String(_) | Value::Null => {}
             _ => return None,

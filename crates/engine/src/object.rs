@@ -71,6 +71,12 @@ impl Object {
             .clone()
     }
 
+    /// The object as an expression input: its JSON, with the cache its jaq value goes into
+    /// when an expression needs one.
+    pub(crate) fn input(&self) -> wlmap_expr::Input<'_> {
+        wlmap_expr::Input::json(&self.json, &self.val)
+    }
+
     fn str_at(&self, a: &str, b: &str) -> &str {
         // `field`, not `get`: a linear scan of a small map beats hashing the key (this runs
         // for every object of an owner index and every pod attributed).

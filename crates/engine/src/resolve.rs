@@ -495,18 +495,12 @@ fn per_instance_json(
     multi: bool,
 ) -> Result<Vec<Option<Value>>> {
     let Some(e) = e else { return Ok(vec![None; n]) };
-    let out: Vec<Value> = match e.eval_json_cow(root.json(), vars, &def.limits) {
-        Some(parts) => parts
-            .map_err(|source| def.located(e, comp, field, source))?
-            .into_iter()
-            .map(std::borrow::Cow::into_owned)
-            .collect(),
-        None => def
-            .eval_obj(e, root, vars, comp, field)?
-            .iter()
-            .map(from_val)
-            .collect(),
-    };
+    let out: Vec<Value> = e
+        .evaluate(root.input(), vars, &def.limits)
+        .map_err(|source| def.located(e, comp, field, source))?
+        .iter()
+        .map(|o| o.to_json().into_owned())
+        .collect();
     zip_instances(def, comp, field, out, Value::is_null, n, multi)
 }
 

@@ -5,7 +5,7 @@ use crate::error::Result;
 use serde::Serialize;
 use std::borrow::Cow;
 use wlmap_expr::Field;
-use wlmap_expr::{Val, from_val, to_jq_string};
+use wlmap_expr::{Val, to_jq_string};
 
 /// The common status vocabulary.
 ///
@@ -194,20 +194,14 @@ pub(crate) fn evaluate(
             .map(|v| to_jq_string(&v)),
         None => None,
     };
-    // A plain path's conditions are read in place; anything else is converted.
+    // Conditions that are parts of the object are read in place, not copied.
     let mut conditions: Vec<Cow<serde_json::Value>> = Vec::new();
     if let Some(e) = &rules.conditions {
-        match e.eval_json_refs(root.json(), &def.limits) {
-            Some(refs) => {
-                let refs = refs
-                    .map_err(|source| def.located(e, comp, "conditionsDefinition.path", source))?;
-                refs.into_iter()
-                    .for_each(|v| add_condition(&mut conditions, Cow::Borrowed(v)));
-            }
-            None => def
-                .eval_obj(e, root, vars, comp, "conditionsDefinition.path")?
-                .iter()
-                .for_each(|v| add_condition(&mut conditions, Cow::Owned(from_val(v)))),
+        let out = e
+            .evaluate(root.input(), vars, &def.limits)
+            .map_err(|source| def.located(e, comp, "conditionsDefinition.path", source))?;
+        for o in &out {
+            add_condition(&mut conditions, o.to_json());
         }
     }
     let mut phases = Vec::new();

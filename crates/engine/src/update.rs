@@ -12,7 +12,7 @@ use crate::definition::{Definition, SpecShape};
 use crate::error::{Error, Result};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
-use wlmap_expr::{Expr, to_jq_string, to_val};
+use wlmap_expr::{Evaluator, Expr, Input, to_jq_string};
 
 /// What to change in the pod templates.
 ///
@@ -173,7 +173,7 @@ pub fn update(
 /// update writes (`."\(.)"`, a key made of the whole document). Instance ids count too: with a
 /// targeted instance they choose the places.
 fn places_may_move(c: &crate::definition::Component) -> bool {
-    let computed = |e: &Expr| e.evaluator() != "plain";
+    let computed = |e: &Expr| e.evaluator() != Evaluator::Plain;
     let ids = c.instance_ids.as_ref().is_some_and(computed);
     ids || match &c.spec {
         None => false,
@@ -386,27 +386,24 @@ fn read_component(
     u: &PodUpdate,
     name: &str,
 ) -> Result<Plan> {
-    let converted = std::cell::OnceCell::new();
-    let val = || converted.get_or_init(|| to_val(doc));
+    let converted = std::sync::OnceLock::new();
+    let input = Input::json(doc, &converted);
     let ids: Option<Vec<String>> = match &c.instance_ids {
         Some(e) => {
-            let out = match e.eval_json(doc, &def.limits) {
-                Some(r) => r.map_err(|source| def.located(e, name, "instanceIdPath", source))?,
-                None => def.eval(e, val(), &vars(def), name, "instanceIdPath")?,
-            };
-            Some(out.iter().map(to_jq_string).collect())
+            let out = e
+                .evaluate(input, &vars(def), &def.limits)
+                .map_err(|source| def.located(e, name, "instanceIdPath", source))?;
+            Some(out.iter().map(|o| to_jq_string(&o.to_val())).collect())
         }
         None => None,
     };
     let paths_of = |e: &Expr, field: &str| -> Result<Vec<Vec<Value>>> {
-        let ps = match e.paths_json(doc, &def.limits) {
-            Some(r) => r,
-            None => e.paths(val(), &vars(def), &def.limits),
-        }
-        .map_err(|source| Error::Update {
-            component: name.to_string(),
-            message: format!("{field} `{}` is not a writable path: {source}", e.text()),
-        })?;
+        let ps = e
+            .paths_in(input, &vars(def), &def.limits)
+            .map_err(|source| Error::Update {
+                component: name.to_string(),
+                message: format!("{field} `{}` is not a writable path: {source}", e.text()),
+            })?;
         Ok(ps
             .into_iter()
             .map(|p| p.as_array().cloned().unwrap_or_default())
@@ -900,8 +897,13 @@ fn suspend_in_place(
             component: root.def.name.clone(),
             message: format!("action value {:?} is not JSON: {e}", a.value),
         })?;
+        let converted = std::sync::OnceLock::new();
         let paths = e
-            .paths(&to_val(doc), &[wlmap_expr::Val::Null], &def.limits)
+            .paths_in(
+                Input::json(doc, &converted),
+                &[wlmap_expr::Val::Null],
+                &def.limits,
+            )
             .map_err(|e| Error::Update {
                 component: root.def.name.clone(),
                 message: e.to_string(),

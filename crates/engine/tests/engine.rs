@@ -845,7 +845,7 @@ fn computed_paths_that_hold_are_applied() {
         let e = wlmap_expr::Expr::compile(select).unwrap();
         assert_ne!(
             e.evaluator(),
-            "plain",
+            wlmap_expr::Evaluator::Plain,
             "{select} is checked by a second pass"
         );
         let mut o = json!({"apiVersion": "example.io/v1", "kind": "W", "metadata": {"name": "w"},

@@ -2,7 +2,9 @@
 //!
 //! jq expressions as definitions use them, evaluated in-process with the jaq crates:
 //!
-//! - **compiled once**: [`Expr::compile`] parses and compiles; [`Expr::eval`] runs many times;
+//! - **compiled once**: [`Expr::compile`] parses and compiles; [`Expr::evaluate`] runs many
+//!   times, on a JSON document or a jaq value ([`Input`]), choosing the evaluator itself (a
+//!   plain path walk, the native subset, or jaq: [`Evaluator`]);
 //! - **sandboxed**: builtins that reach the process (`env`, `$ENV`, `input`, `debug`, `stderr`,
 //!   `halt`, ...) are refused at compile time with the offending span, and are not even
 //!   registered; user `def`s are refused because they can recurse without bound;
@@ -13,34 +15,39 @@
 //!   exhausted budget is an [`EvalError::Budget`], never a hang, and no `try` catches it.
 //!
 //! ```
-//! use wlmap_expr::{Expr, Limits, to_val};
+//! use wlmap_expr::{Expr, Input, Limits};
 //! let e = Expr::compile(".spec.replicatedJobs[] | .replicas // 1").unwrap();
-//! let obj = to_val(&serde_json::json!({"spec": {"replicatedJobs": [{"replicas": 2}, {}]}}));
-//! let out = e.eval(&obj, &[], &Limits::default()).unwrap();
-//! assert_eq!(out.iter().map(wlmap_expr::from_val).collect::<Vec<_>>(), vec![serde_json::json!(2), serde_json::json!(1)]);
+//! let obj = serde_json::json!({"spec": {"replicatedJobs": [{"replicas": 2}, {}]}});
+//! let converted = std::sync::OnceLock::new(); // the jaq value of `obj`, made only if needed
+//! let out = e.evaluate(Input::json(&obj, &converted), &[], &Limits::default()).unwrap();
+//! let got: Vec<serde_json::Value> = out.iter().map(|o| o.to_json().into_owned()).collect();
+//! assert_eq!(got, vec![serde_json::json!(2), serde_json::json!(1)]);
 //!
 //! let err = Expr::compile("env.HOME").unwrap_err();
 //! assert!(err.to_string().contains("env"));
 //! let spin = Expr::compile("last(repeat(.))").unwrap();
-//! assert!(matches!(spin.eval(&obj, &[], &Limits::default()), Err(wlmap_expr::EvalError::Budget { .. })));
+//! let r = spin.evaluate(Input::json(&obj, &converted), &[], &Limits::default());
+//! assert!(matches!(r, Err(wlmap_expr::EvalError::Budget { .. })));
 //! ```
 
 mod convert;
 mod costed;
+mod evaluate;
 mod native;
 mod plain;
 mod rewrite;
 mod sandbox;
 
 pub use convert::{Field, from_val, to_jq_string, to_val};
+pub use evaluate::{Evaluator, Input, Output};
 pub use jaq_json::Val;
-pub use sandbox::Sandbox;
 
 use jaq_core::load::lex::{StrPart, Tok, Token};
 use jaq_core::load::parse::{Def, Term};
 use jaq_core::load::{Arena, File, Loader};
 use jaq_core::{Compiler, Ctx, Vars};
 use rewrite::{Names, Rewrite};
+use sandbox::Sandbox;
 use sandbox::{
     Budget, CHECKED_OPS, FORBIDDEN_VARS, FORBIDDEN_WORDS, GETPATH, PRELUDE, REMOVED_NATIVES,
     REPLACED_NATIVES, RESERVED_PREFIX, RunData, WRAPPED_NATIVES,
@@ -103,9 +110,10 @@ pub struct CompileError {
 /// An evaluation that failed.
 ///
 /// ```
-/// use wlmap_expr::{EvalError, Expr, Limits, to_val};
+/// use wlmap_expr::{EvalError, Expr, Input, Limits, to_val};
 /// let e = Expr::compile(".a - 1").unwrap();
-/// let err = e.eval(&to_val(&serde_json::json!({"a": "x"})), &[], &Limits::default()).unwrap_err();
+/// let input = to_val(&serde_json::json!({"a": "x"}));
+/// let err = e.evaluate(Input::Val(&input), &[], &Limits::default()).unwrap_err();
 /// assert!(matches!(err, EvalError::Runtime { .. }));
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -132,12 +140,13 @@ type Filter = jaq_core::Filter<Sandbox>;
 /// `Expr` is `Send + Sync`: compile once, share it between threads, evaluate anywhere.
 ///
 /// ```
-/// use wlmap_expr::{Expr, Limits, from_val, to_val};
+/// use wlmap_expr::{Expr, Input, Limits, to_val};
 /// fn shareable<T: Send + Sync>(_: &T) {}
 /// let e = Expr::compile(".spec.replicas // 1").unwrap();
 /// shareable(&e);
-/// let v = e.first(&to_val(&serde_json::json!({"spec": {"replicas": 3}})), &[], &Limits::default()).unwrap();
-/// assert_eq!(from_val(&v.unwrap()), serde_json::json!(3));
+/// let input = to_val(&serde_json::json!({"spec": {"replicas": 3}}));
+/// let v = e.evaluate(Input::Val(&input), &[], &Limits::default()).unwrap();
+/// assert_eq!(v[0].to_json().as_ref(), &serde_json::json!(3));
 /// ```
 pub struct Expr {
     text: String,
@@ -207,15 +216,16 @@ impl Program {
 /// tree of `if`s (a few comparisons per evaluation).
 ///
 /// ```
-/// use wlmap_expr::{Batch, Limits, to_val, from_val};
+/// use wlmap_expr::{Batch, Input, Limits, to_val};
 /// let mut b = Batch::new(&["parentInstance"]);
 /// let a = b.add(".spec.replicas // 1").unwrap();
 /// let k = b.add(".kind").unwrap();
 /// b.finish().unwrap();
 /// let obj = to_val(&serde_json::json!({"kind": "Job", "spec": {}}));
 /// let null = [to_val(&serde_json::Value::Null)];
-/// assert_eq!(from_val(&a.eval(&obj, &null, &Limits::default()).unwrap()[0]), serde_json::json!(1));
-/// assert_eq!(from_val(&k.eval(&obj, &null, &Limits::default()).unwrap()[0]), serde_json::json!("Job"));
+/// let first = |e: &wlmap_expr::Expr| e.evaluate(Input::Val(&obj), &null, &Limits::default()).unwrap()[0].to_json().into_owned();
+/// assert_eq!(first(&a), serde_json::json!(1));
+/// assert_eq!(first(&k), serde_json::json!("Job"));
 /// ```
 pub struct Batch {
     texts: Vec<String>,
@@ -348,11 +358,12 @@ impl Expr {
     /// Compile an expression that may read the given global variables (names without `$`).
     ///
     /// ```
-    /// use wlmap_expr::{Expr, Limits, to_val};
+    /// use wlmap_expr::{Expr, Input, Limits, to_val};
     /// let e = Expr::compile_with_vars("$runtime.spec.x", &["runtime"]).unwrap();
     /// let rt = to_val(&serde_json::json!({"spec": {"x": 3}}));
-    /// let out = e.eval(&to_val(&serde_json::json!(null)), &[rt], &Limits::default()).unwrap();
-    /// assert_eq!(wlmap_expr::from_val(&out[0]), serde_json::json!(3));
+    /// let null = to_val(&serde_json::json!(null));
+    /// let out = e.evaluate(Input::Val(&null), &[rt], &Limits::default()).unwrap();
+    /// assert_eq!(out[0].to_json().as_ref(), &serde_json::json!(3));
     /// ```
     pub fn compile_with_vars(text: &str, vars: &[&str]) -> Result<Expr, CompileError> {
         let vars: Vec<String> = vars.iter().map(|v| v.to_string()).collect();
@@ -382,32 +393,13 @@ impl Expr {
     }
 
     /// Evaluate on an input, with values for the declared variables (in declaration order).
-    ///
-    /// ```
-    /// use wlmap_expr::{Expr, Limits, to_val};
-    /// let e = Expr::compile(".a[]").unwrap();
-    /// let out = e.eval(&to_val(&serde_json::json!({"a": [1, 2]})), &[], &Limits::default()).unwrap();
-    /// assert_eq!(out.len(), 2);
-    /// ```
-    pub fn eval(&self, input: &Val, vars: &[Val], limits: &Limits) -> Result<Vec<Val>, EvalError> {
-        self.run_main(input, vars, limits, usize::MAX)
-    }
-
-    /// The first output, or `None` when the expression yields nothing.
-    ///
-    /// ```
-    /// use wlmap_expr::{Expr, Limits, to_val};
-    /// let e = Expr::compile(".a // 1").unwrap();
-    /// let v = e.first(&to_val(&serde_json::json!({})), &[], &Limits::default()).unwrap();
-    /// assert_eq!(wlmap_expr::from_val(&v.unwrap()), serde_json::json!(1));
-    /// ```
-    pub fn first(
+    pub(crate) fn eval(
         &self,
         input: &Val,
         vars: &[Val],
         limits: &Limits,
-    ) -> Result<Option<Val>, EvalError> {
-        Ok(self.run_main(input, vars, limits, 1)?.into_iter().next())
+    ) -> Result<Vec<Val>, EvalError> {
+        self.run_main(input, vars, limits, usize::MAX)
     }
 
     fn run_main(
@@ -467,16 +459,7 @@ impl Expr {
 
     /// Evaluate with jaq only, bypassing the plain-path walk and the native evaluator: the
     /// reference the differential tests and the fuzz target compare them with.
-    ///
-    /// ```
-    /// use wlmap_expr::{Expr, Limits, to_val};
-    /// let e = Expr::compile("(.a // 1) + 1").unwrap();
-    /// let v = to_val(&serde_json::json!({}));
-    /// let l = Limits::default();
-    /// assert_eq!(e.eval_interpreted(&v, &[], &l), e.eval(&v, &[], &l));
-    /// ```
-    #[doc(hidden)]
-    pub fn eval_interpreted(
+    pub(crate) fn eval_interpreted(
         &self,
         input: &Val,
         vars: &[Val],
@@ -485,62 +468,10 @@ impl Expr {
         self.run_jaq(input, vars, limits, usize::MAX)
     }
 
-    /// Which evaluator [`Expr::eval`] uses first: `"plain"` (a path walk), `"native"` (the
-    /// jq subset evaluated without jaq) or `"jaq"`.
-    ///
-    /// ```
-    /// use wlmap_expr::Expr;
-    /// assert_eq!(Expr::compile(".a.b").unwrap().evaluator(), "plain");
-    /// assert_eq!(Expr::compile(".a // 1").unwrap().evaluator(), "native");
-    /// assert_eq!(Expr::compile("[range(3)]").unwrap().evaluator(), "jaq");
-    /// ```
-    pub fn evaluator(&self) -> &'static str {
-        if self.plain.is_some() {
-            "plain"
-        } else if self.native.is_some() {
-            "native"
-        } else {
-            "jaq"
-        }
-    }
-
-    /// Evaluate directly on a JSON value, converting only what the expression yields (or what
-    /// an operation needs): plain paths (`.status.phase`) and the native subset
-    /// (`(.spec.replicas // 0) > 0`). `None` when the expression needs jaq: then convert the
-    /// input ([`to_val`]) and use [`Expr::eval`]. Same answers as [`Expr::eval`] on the
-    /// converted input; declared variables are null (see [`Expr::eval_json_with`]).
-    ///
-    /// ```
-    /// use wlmap_expr::{Expr, Limits, from_val};
-    /// let pod = serde_json::json!({"metadata": {"labels": {"app": "web"}}});
-    /// let e = Expr::compile(r#".metadata.labels["app"]"#).unwrap();
-    /// let out = e.eval_json(&pod, &Limits::default()).unwrap().unwrap();
-    /// assert_eq!(from_val(&out[0]), serde_json::json!("web"));
-    /// let n = Expr::compile(".metadata.labels | length").unwrap();
-    /// assert_eq!(from_val(&n.eval_json(&pod, &Limits::default()).unwrap().unwrap()[0]), serde_json::json!(1));
-    /// assert!(Expr::compile("[range(3)]").unwrap().eval_json(&pod, &Limits::default()).is_none());
-    /// ```
-    pub fn eval_json(
-        &self,
-        input: &serde_json::Value,
-        limits: &Limits,
-    ) -> Option<Result<Vec<Val>, EvalError>> {
-        self.eval_json_with(input, &[], limits)
-    }
-
-    /// [`Expr::eval_json`] of a plain path without converting anything: references into the
+    /// `eval_json` of a plain path without converting anything: references into the
     /// input. `None` when the expression is not a plain path. The outputs are checked like
-    /// [`Expr::eval_json`]'s (output cap, size cap on each output's length).
-    ///
-    /// ```
-    /// use wlmap_expr::{Expr, Limits};
-    /// let job = serde_json::json!({"status": {"conditions": [{"type": "Complete"}]}});
-    /// let e = Expr::compile(".status.conditions[]").unwrap();
-    /// let refs = e.eval_json_refs(&job, &Limits::default()).unwrap().unwrap();
-    /// assert!(std::ptr::eq(refs[0], &job["status"]["conditions"][0]));
-    /// assert!(Expr::compile(".a // 1").unwrap().eval_json_refs(&job, &Limits::default()).is_none());
-    /// ```
-    pub fn eval_json_refs<'a>(
+    /// `eval_json`'s (output cap, size cap on each output's length).
+    pub(crate) fn eval_json_refs<'a>(
         &self,
         input: &'a serde_json::Value,
         limits: &Limits,
@@ -560,101 +491,10 @@ impl Expr {
         })
     }
 
-    /// [`Expr::eval_json_with`] without converting what is a part of the input: a plain path's
-    /// outputs and the native subset's outputs that are parts of the input are borrowed, built
-    /// values are converted to JSON. `None` when the expression needs jaq.
-    ///
-    /// ```
-    /// use std::borrow::Cow;
-    /// use wlmap_expr::{Expr, Limits};
-    /// let svc = serde_json::json!({"spec": {"services": {"a": {"labels": {"x": "1"}}, "b": {}}}});
-    /// let e = Expr::compile(".spec.services | .[] | .labels // {}").unwrap();
-    /// let out = e.eval_json_cow(&svc, &[], &Limits::default()).unwrap().unwrap();
-    /// assert!(matches!(out[0], Cow::Borrowed(_)));
-    /// assert_eq!(out[1], Cow::<serde_json::Value>::Owned(serde_json::json!({})));
-    /// ```
-    pub fn eval_json_cow<'a>(
-        &self,
-        input: &'a serde_json::Value,
-        vars: &[Val],
-        limits: &Limits,
-    ) -> Option<Result<Vec<std::borrow::Cow<'a, serde_json::Value>>, EvalError>> {
-        use std::borrow::Cow;
-        if self.plain.is_some() {
-            return self
-                .eval_json_refs(input, limits)
-                .map(|r| r.map(|o| o.into_iter().map(Cow::Borrowed).collect()));
-        }
-        self.program.get()?;
-        let node = self.native.as_ref()?;
-        let out = run_native_parts(
-            node,
-            native::V::J(input),
-            vars,
-            limits,
-            self.vars.len(),
-            usize::MAX,
-        )?;
-        Some(out.map(|o| {
-            o.into_iter()
-                .map(|v| match v {
-                    native::V::J(j) => Cow::Borrowed(j),
-                    native::V::O(v) => Cow::Owned(from_val(&v)),
-                })
-                .collect()
-        }))
-    }
-
-    /// [`Expr::eval_json`] with values for the declared variables (in declaration order;
-    /// missing ones are null).
-    ///
-    /// ```
-    /// use wlmap_expr::{Expr, Limits, Val, from_val, to_val};
-    /// let e = Expr::compile_with_vars(".spec[$i] // 0", &["i"]).unwrap();
-    /// let doc = serde_json::json!({"spec": {"a": 2}});
-    /// let out = e.eval_json_with(&doc, &[to_val(&serde_json::json!("a"))], &Limits::default());
-    /// assert_eq!(from_val(&out.unwrap().unwrap()[0]), serde_json::json!(2));
-    /// ```
-    pub fn eval_json_with(
-        &self,
-        input: &serde_json::Value,
-        vars: &[Val],
-        limits: &Limits,
-    ) -> Option<Result<Vec<Val>, EvalError>> {
-        self.program.get()?; // the batch did not compile: let `eval` say so
-        if let Some(steps) = &self.plain {
-            let out = match plain::eval_json(steps, input, limits.max_outputs.saturating_add(1)) {
-                Ok(out) => out,
-                Err(message) => return Some(Err(EvalError::Runtime { message })),
-            };
-            return Some(checked(out, limits));
-        }
-        let node = self.native.as_ref()?;
-        run_native(
-            node,
-            native::V::J(input),
-            vars,
-            limits,
-            self.vars.len(),
-            usize::MAX,
-        )
-    }
-
-    /// [`Expr::paths`] read directly from a JSON value (no conversion of the value), for plain
+    /// `paths` read directly from a JSON value (no conversion of the value), for plain
     /// paths and pipes of paths (`.spec.services | .[] | .labels`); `None` for anything else.
-    /// Same answers as [`Expr::paths`] on the converted value.
-    ///
-    /// ```
-    /// use wlmap_expr::{Expr, Limits};
-    /// let doc = serde_json::json!({"spec": {"jobs": [{}, {}]}});
-    /// let e = Expr::compile(".spec.jobs[].template").unwrap();
-    /// let p = e.paths_json(&doc, &Limits::default()).unwrap().unwrap();
-    /// assert_eq!(p[1], serde_json::json!(["spec", "jobs", 1, "template"]));
-    /// let piped = Expr::compile(".spec | .jobs[] | .template").unwrap();
-    /// assert_eq!(piped.paths_json(&doc, &Limits::default()).unwrap().unwrap(), p);
-    /// assert!(Expr::compile(".a // .b").unwrap().paths_json(&doc, &Limits::default()).is_none());
-    /// ```
-    pub fn paths_json(
+    /// Same answers as `paths` on the converted value.
+    pub(crate) fn paths_json(
         &self,
         input: &serde_json::Value,
         limits: &Limits,
@@ -679,15 +519,7 @@ impl Expr {
 
     /// The paths the expression designates in the input (jq's `path(EXPR)`), as JSON arrays
     /// of keys and indices. Used to write at the places an expression reads from.
-    ///
-    /// ```
-    /// use wlmap_expr::{Expr, Limits, to_val};
-    /// let e = Expr::compile(".spec.jobs[].template").unwrap();
-    /// let doc = to_val(&serde_json::json!({"spec": {"jobs": [{}, {}]}}));
-    /// let p = e.paths(&doc, &[], &Limits::default()).unwrap();
-    /// assert_eq!(p[1], serde_json::json!(["spec", "jobs", 1, "template"]));
-    /// ```
-    pub fn paths(
+    pub(crate) fn paths(
         &self,
         input: &Val,
         vars: &[Val],

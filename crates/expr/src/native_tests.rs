@@ -12,26 +12,17 @@ fn json_outs(r: Result<Vec<Val>, EvalError>) -> Outs {
 }
 
 /// (what `eval` answers, what jaq answers), taking at most `take` outputs; with all outputs,
-/// the evaluation on the JSON value (`eval_json_with`, no conversion of the input) must give
-/// `eval`'s answer too.
+/// `evaluate` on the JSON value (no conversion of the input) must give `eval`'s answer too.
 fn answers(e: &Expr, input: &Val, vars: &[Val], take: usize) -> (Outs, Outs) {
     let ours = json_outs(e.run_main(input, vars, &Limits::default(), take));
     let jaq = json_outs(super::tests::jaq_take(e, input, vars, take));
-    if take == usize::MAX
-        && let Some(on_json) = e.eval_json_with(&from_val(input), vars, &Limits::default())
-    {
-        assert_eq!(
-            json_outs(on_json),
-            ours,
-            "on JSON: `{}` on {input}",
-            e.text()
-        );
-    }
-    if take == usize::MAX
-        && let Some(parts) = e.eval_json_cow(&from_val(input), vars, &Limits::default())
-    {
-        let parts = parts.map(|o| o.into_iter().map(std::borrow::Cow::into_owned).collect());
-        assert_eq!(parts, ours, "parts of JSON: `{}` on {input}", e.text());
+    if take == usize::MAX {
+        let json = from_val(input);
+        let converted = OnceLock::new();
+        let on_json = e
+            .evaluate(Input::json(&json, &converted), vars, &Limits::default())
+            .map(|o| o.iter().map(|x| x.to_json().into_owned()).collect());
+        assert_eq!(on_json, ours, "on JSON: `{}` on {input}", e.text());
     }
     if take == usize::MAX
         && let Some(paths) = e.paths_json(&from_val(input), &Limits::default())
@@ -194,7 +185,7 @@ fn native_answers_like_jaq() {
         let e = Expr::compile_with_vars(text, &["v"]).unwrap();
         assert_ne!(
             e.evaluator(),
-            "jaq",
+            crate::Evaluator::Jaq,
             "{text} should be evaluated without jaq"
         );
         for input in inputs() {
@@ -254,7 +245,7 @@ fn what_stays_with_jaq() {
     ] {
         let e = Expr::compile_with_vars(text, &["v"]);
         if let Ok(e) = e {
-            assert_eq!(e.evaluator(), "jaq", "{text}");
+            assert_eq!(e.evaluator(), crate::Evaluator::Jaq, "{text}");
         }
     }
 }
@@ -268,7 +259,7 @@ fn bail_outs_give_jaqs_answer() {
         (".[] | length", json!([1, "ab", [1]])),
     ] {
         let e = Expr::compile(text).unwrap();
-        assert_eq!(e.evaluator(), "native");
+        assert_eq!(e.evaluator(), crate::Evaluator::Native);
         let (ours, jaq) = answers(&e, &to_val(&input), &[], usize::MAX);
         assert_eq!(ours, jaq, "{text}");
         assert!(ours.is_ok(), "{text}: {ours:?}");
@@ -279,14 +270,14 @@ fn bail_outs_give_jaqs_answer() {
 #[test]
 fn native_evaluation_is_bounded() {
     let e = Expr::compile("[.[] as $x | .[] as $y | .[] | {a: $x, b: $y}] | length").unwrap();
-    assert_eq!(e.evaluator(), "native");
+    assert_eq!(e.evaluator(), crate::Evaluator::Native);
     let big = to_val(&serde_json::Value::Array(
         (0..300).map(|i| json!(i)).collect(),
     ));
     let r = e.eval(&big, &[], &Limits::default());
     assert!(matches!(r, Err(EvalError::Budget { .. })), "{r:?}");
     let s = Expr::compile(".a * .b").unwrap();
-    assert_eq!(s.evaluator(), "native");
+    assert_eq!(s.evaluator(), crate::Evaluator::Native);
     let r = s.eval(
         &to_val(&json!({"a": "x", "b": 10_000_000_000i64})),
         &[],
@@ -388,7 +379,7 @@ proptest! {
     #[test]
     fn random_expressions_answer_like_jaq(text in expr(), input in value(), var in value()) {
         let e = Expr::compile_with_vars(&text, &["v"]).unwrap();
-        prop_assert!(e.evaluator() != "jaq", "{} should not need jaq", text);
+        prop_assert!(e.evaluator() != crate::Evaluator::Jaq, "{} should not need jaq", text);
         let (v, var) = (to_val(&input), [to_val(&var)]);
         for take in [usize::MAX, 1] {
             let (ours, jaq) = answers(&e, &v, &var, take);
@@ -417,7 +408,7 @@ fn deep_terms_are_left_to_jaq() {
             let path = ".a".repeat(500);
             for text in [deep.as_str(), path.as_str()] {
                 let e = Expr::compile(text).unwrap();
-                assert_eq!(e.evaluator(), "jaq", "{}...", &text[..20]);
+                assert_eq!(e.evaluator(), crate::Evaluator::Jaq, "{}...", &text[..20]);
                 let v = serde_json::from_str(&json).unwrap_or(json!({"a": null}));
                 let _ = e.eval(&to_val(&v), &[], &Limits::default());
             }
@@ -425,5 +416,5 @@ fn deep_terms_are_left_to_jaq() {
     run.unwrap().join().expect("no stack overflow");
     // Within the limit, native.
     let e = Expr::compile(&format!("8{}0", "-".repeat(20))).unwrap();
-    assert_eq!(e.evaluator(), "native");
+    assert_eq!(e.evaluator(), crate::Evaluator::Native);
 }

@@ -170,58 +170,6 @@ fn walk(steps: &[Step], v: &Val, take: usize, out: &mut Vec<Val>) -> Result<(), 
     }
 }
 
-/// [`eval`] on a JSON value: the walk reads the JSON tree, and only the outputs are converted
-/// to jaq values (a pod's labels, not the whole pod).
-pub(crate) fn eval_json(
-    steps: &[Step],
-    input: &serde_json::Value,
-    take: usize,
-) -> Result<Vec<Val>, String> {
-    let mut out = Vec::new();
-    walk_json(steps, input, take, &mut out)?;
-    Ok(out)
-}
-
-fn walk_json(
-    steps: &[Step],
-    v: &serde_json::Value,
-    take: usize,
-    out: &mut Vec<Val>,
-) -> Result<(), String> {
-    use serde_json::Value as J;
-    const NULL: J = J::Null;
-    if out.len() >= take {
-        return Ok(());
-    }
-    let Some((step, rest)) = steps.split_first() else {
-        out.push(crate::to_val(v));
-        return Ok(());
-    };
-    match (step, v) {
-        (Step::Key(_, _) | Step::Index(_, _), J::Null) => walk_json(rest, &NULL, take, out),
-        (Step::Key(k, _), j @ J::Object(_)) => {
-            walk_json(rest, j.field(k).unwrap_or(&NULL), take, out)
-        }
-        (Step::Index(_, _), J::Object(_)) => walk_json(rest, &NULL, take, out),
-        (Step::Index(n, _), J::Array(a)) => walk_json(rest, a.get(*n).unwrap_or(&NULL), take, out),
-        (Step::Iter(_), J::Array(a)) => {
-            for c in a {
-                walk_json(rest, c, take, out)?;
-            }
-            Ok(())
-        }
-        (Step::Iter(_), J::Object(m)) => {
-            for c in m.values() {
-                walk_json(rest, c, take, out)?;
-            }
-            Ok(())
-        }
-        (Step::Key(_, true) | Step::Index(_, true) | Step::Iter(true), _) => Ok(()),
-        // Errors are rare: convert the value so the message is jaq's.
-        (step, _) => Err(step_error(step, &crate::to_val(v))),
-    }
-}
-
 /// The paths a plain path designates in a JSON value (jq's `path(...)`), as arrays of keys and
 /// indices: the walk of [`eval_json`] (same outputs, same errors), recording where it went.
 pub(crate) fn paths_json(

@@ -278,14 +278,9 @@ impl Budget {
     }
 }
 
-/// The data kind of sandboxed filters: JSON values plus a budget.
-///
-/// ```
-/// // Expressions compile for the sandbox only: nothing reaches the process.
-/// assert!(wlmap_expr::Expr::compile("$ENV.HOME").is_err());
-/// assert!(wlmap_expr::Expr::compile("input").is_err());
-/// ```
-pub struct Sandbox;
+/// The data kind of sandboxed filters: JSON values plus a budget. Expressions compile for the
+/// sandbox only, so nothing reaches the process (`$ENV`, `input` are refused at compile time).
+pub(crate) struct Sandbox;
 
 impl DataT for Sandbox {
     type V<'a> = Val;
@@ -294,16 +289,9 @@ impl DataT for Sandbox {
 
 /// What a running filter can reach: its lookup table and its budget. Nothing else.
 ///
-/// ```
-/// fn is_clone<T: Clone>() {}
-/// is_clone::<<wlmap_expr::Sandbox as jaq_core::data::DataT>::Data<'static>>();
-/// // Each evaluation gets its own budget through its run data.
-/// let spin = wlmap_expr::Expr::compile("last(range(1e9))").unwrap();
-/// let limits = wlmap_expr::Limits { max_steps: 100, ..Default::default() };
-/// assert!(spin.eval(&wlmap_expr::Val::Null, &[], &limits).is_err());
-/// ```
+/// Each evaluation gets its own budget through its run data (`Clone`, as jaq requires).
 #[derive(Clone)]
-pub struct RunData<'a> {
+pub(crate) struct RunData<'a> {
     pub(crate) lut: &'a Lut<Sandbox>,
     pub(crate) budget: &'a Budget,
 }
