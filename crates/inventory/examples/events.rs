@@ -9,12 +9,17 @@
 //! cargo run --release -p wlmap-inventory --example events -- events 10000    # per-event cost
 //! cargo run --release -p wlmap-inventory --example events -- memory 10000    # RSS held
 //! cargo run --release -p wlmap-inventory --example events -- parse-only 10000
+//! cargo run --release -p wlmap-inventory --example events -- trimmed 10000   # objects alone
 //! ```
 
 use serde_json::{Value, json};
 use std::time::Instant;
 use wlmap_engine::Object;
 use wlmap_inventory::Inventory;
+
+// The allocator the `wlmap` binary ships with.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 const PODS_PER_JOB: usize = 10;
 
@@ -69,15 +74,11 @@ fn pod(i: usize, p: usize, phase: &str) -> Value {
                 "state": {"running": {"startedAt": "2026-11-30T10:00:04Z"}}}]}})
 }
 
-fn cluster(n: usize) -> Vec<Value> {
-    let mut out = Vec::with_capacity(n * (PODS_PER_JOB + 1));
-    for i in 0..n {
-        out.push(job(i));
-        for p in 0..PODS_PER_JOB {
-            out.push(pod(i, p, "Running"));
-        }
-    }
-    out
+/// The objects, made one at a time (so that holding them is what is measured).
+fn cluster(n: usize) -> impl Iterator<Item = Value> {
+    (0..n).flat_map(|i| {
+        std::iter::once(job(i)).chain((0..PODS_PER_JOB).map(move |p| pod(i, p, "Running")))
+    })
 }
 
 fn trimmed(mut v: Value) -> Object {
@@ -118,7 +119,7 @@ fn main() {
     let base = rss_mb();
     match mode {
         "parse-only" => {
-            let objects = cluster(n);
+            let objects: Vec<Value> = cluster(n).collect();
             println!(
                 "parse-only: {} objects as JSON values, {:.0} MB held",
                 objects.len(),
@@ -126,8 +127,17 @@ fn main() {
             );
             std::hint::black_box(&objects);
         }
+        "trimmed" => {
+            let objects: Vec<Object> = cluster(n).map(trimmed).collect();
+            println!(
+                "trimmed objects alone: {} objects, {:.0} MB held",
+                objects.len(),
+                rss_mb() - base
+            );
+            std::hint::black_box(&objects);
+        }
         "memory" => {
-            let inv = Inventory::from_objects(registry, cluster(n).into_iter().map(trimmed));
+            let inv = Inventory::from_objects(registry, cluster(n).map(trimmed));
             println!(
                 "inventory: {} objects, {} workloads, {:.0} MB held",
                 inv.index().len(),
@@ -138,7 +148,7 @@ fn main() {
         _ => {
             let t = Instant::now();
             let mut inv =
-                Inventory::from_objects(registry.clone(), cluster(n).into_iter().map(trimmed));
+                Inventory::from_objects(registry.clone(), cluster(n).map(trimmed));
             let build = t.elapsed();
             println!(
                 "full build of {} objects, {} workloads: {:.2} s",
@@ -146,7 +156,7 @@ fn main() {
                 inv.workloads().count(),
                 build.as_secs_f64()
             );
-            let events = 20_000;
+            let events: usize = std::env::var("EVENTS").ok().and_then(|e| e.parse().ok()).unwrap_or(20_000);
             let mut pod_us = Vec::with_capacity(events);
             for e in 0..events {
                 let (i, p) = ((e * 7919) % n, e % PODS_PER_JOB);
