@@ -240,7 +240,9 @@ pub enum GangFormat {
     Volcano,
     /// Kueue pod-group labels and annotations.
     Kueue,
-    /// Kubernetes Workload API (scheduling.k8s.io).
+    /// Kubernetes v1.37 gang scheduling: PodGroups (scheduling.k8s.io/v1beta1).
+    Native,
+    /// Kubernetes v1.35 Workload API (scheduling.k8s.io/v1alpha1).
     Workload,
 }
 

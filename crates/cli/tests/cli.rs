@@ -510,7 +510,7 @@ fn conformance_command_agrees_when_recordings_are_present() {
     assert!(out.contains("jobset-x-k8s-io-jobset-v1alpha2"), "{out}");
 }
 
-/// Golden files for every gang output format (`WLMAP_BLESS=1` rewrites them).
+/// Golden files for every gang output format (`scripts/bless.sh` rewrites them).
 #[test]
 fn gang_formats_match_their_golden_files() {
     let golden = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden");
@@ -532,6 +532,7 @@ fn gang_formats_match_their_golden_files() {
             "coscheduling",
             "volcano",
             "kueue",
+            "native",
             "workload",
         ] {
             let mut args = vec!["gang", "-f", p];

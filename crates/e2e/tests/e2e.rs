@@ -341,43 +341,50 @@ fn against_a_real_api_server() {
     );
     assert_eq!(before, after, "a server dry run must not change the object");
 
-    // Phase 8: gang objects load into the API server with the schedulers' CRDs (installed
-    // with the framework CRDs from testbed/crds/schedulers). The `workload` format writes the
-    // v1.35 alpha Workload (scheduling.k8s.io/v1alpha1), which the testbed's v1.37 no longer
-    // serves (it serves v1beta1), so it is checked by golden files only.
+    // Phase 8: what `wlmap gang --format F` prints is applied as it is, JSON (a List) and
+    // YAML (documents, pod tags in comments), with the schedulers' CRDs (installed with the
+    // framework CRDs from testbed/crds/schedulers) and, for `native`, the v1.37 PodGroup the
+    // testbed serves. The `workload` format writes the v1.35 alpha Workload
+    // (scheduling.k8s.io/v1alpha1), which v1.37 no longer serves: golden files only.
     for (format, resource) in [
         ("kai", "podgroups.scheduling.run.ai"),
         ("coscheduling", "podgroups.scheduling.x-k8s.io"),
         ("volcano", "podgroups.scheduling.volcano.sh"),
+        ("native", "podgroups.scheduling.k8s.io"),
     ] {
-        let v = json(&tb.wlmap(&[
+        let args = [
             "gang",
             "leaderworkerset/qwen-72b",
             "-n",
             "serving",
             "--format",
             format,
-            "-o",
-            "json",
-        ]));
-        let objects: Vec<&Value> = v["items"]
-            .as_array()
-            .expect("items")
-            .iter()
-            .filter(|d| d.get("apiVersion").is_some())
-            .collect();
-        assert!(!objects.is_empty(), "{format}: no objects");
-        for o in &objects {
-            tb.kubectl(&["apply", "-f", "-"], Some(&o.to_string()));
-        }
+        ];
+        let o = tb.wlmap(&[&args[..], &["-o", "json"]].concat());
+        let list = json(&o);
+        assert_eq!(list["kind"], "List", "{format}");
+        let count = list["items"].as_array().map_or(0, Vec::len);
+        assert!(count > 0, "{format}: no objects");
+        tb.kubectl(
+            &["apply", "-f", "-"],
+            Some(&String::from_utf8_lossy(&o.stdout)),
+        );
+        let yaml = tb.wlmap(&args);
+        assert!(yaml.status.success(), "{}", stderr(&yaml));
+        let yaml = String::from_utf8_lossy(&yaml.stdout).into_owned();
+        assert!(
+            yaml.contains("# pod "),
+            "{format}: pod tags in comments:\n{yaml}"
+        );
+        tb.kubectl(&["apply", "-f", "-"], Some(&yaml));
         let listed: Value = serde_json::from_str(
             &tb.kubectl(&["get", resource, "-n", "serving", "-o", "json"], None),
         )
         .expect("json");
         assert_eq!(
             listed["items"].as_array().map(Vec::len),
-            Some(objects.len()),
-            "{format}"
+            Some(count),
+            "{format}: applied twice, held once"
         );
         let owner = &listed["items"][0]["metadata"]["ownerReferences"][0];
         assert_eq!(

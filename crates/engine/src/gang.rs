@@ -400,8 +400,8 @@ fn pods_with_scope<'a>(
 /// # let pod = wlmap_engine::Object::new(serde_json::json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "uid": "u"}, "spec": {}}));
 /// # let w = wlmap_engine::resolve(&def, &pod).unwrap();
 /// let g = vec![wlmap_engine::PodGroup { name: "p".into(), min_member: 1, sub_groups: vec![], members: vec![], topology: None, incomplete: false }];
-/// let docs = wlmap_engine::render_gangs(wlmap_engine::SchedulerFormat::Volcano, &g, &w, &pod);
-/// assert_eq!(docs[0]["apiVersion"], "scheduling.volcano.sh/v1beta1");
+/// let r = wlmap_engine::render_gangs(wlmap_engine::SchedulerFormat::Volcano, &g, &w, &pod);
+/// assert_eq!(r.objects[0]["apiVersion"], "scheduling.volcano.sh/v1beta1");
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SchedulerFormat {
@@ -413,7 +413,9 @@ pub enum SchedulerFormat {
     Volcano,
     /// Kueue pod-group labels and annotations.
     Kueue,
-    /// Kubernetes Workload API (`scheduling.k8s.io/v1alpha1`).
+    /// Kubernetes v1.37 gang scheduling: `scheduling.k8s.io/v1beta1` PodGroups.
+    Native,
+    /// Kubernetes v1.35 Workload API (`scheduling.k8s.io/v1alpha1`).
     Workload,
 }
 
@@ -437,141 +439,222 @@ fn meta(name: &str, o: &Object) -> Value {
     m
 }
 
-/// Render groups as a scheduler's objects: PodGroups (KAI, coscheduling, Volcano), a Workload
-/// (the Kubernetes Workload API), or pod labels and annotations (Kueue), each owned by the
-/// workload, plus a `PodTags` document listing what ties each known pod to its group.
+/// What a scheduler format renders of a workload's gang groups.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Rendered {
+    /// The objects to create, each owned by the workload (valid for `kubectl apply`). Kueue
+    /// has none: its groups are pod labels and annotations only.
+    pub objects: Vec<Value>,
+    /// What ties each known pod to its group: `{"pod", "labels"?, "annotations"?, "spec"?}`.
+    /// A pod carries these from its creation (a webhook or the operator sets them): the
+    /// native `spec.schedulingGroup` cannot change afterwards.
+    pub pod_tags: Vec<Value>,
+    /// What the format could not say (more groups than it holds, ...).
+    pub warnings: Vec<String>,
+    /// Kueue: the labels and annotations each group's pod templates need.
+    pub templates: Vec<Value>,
+}
+
+/// Render groups as a scheduler's objects: PodGroups (KAI, coscheduling, Volcano, the
+/// Kubernetes v1.37 `PodGroup`), a v1.35 `Workload`, or pod labels and annotations (Kueue),
+/// each owned by the workload, with what ties each known pod to its group.
 ///
 /// ```
 /// let def = wlmap_engine::Definition::compile(wlmap_schema::Karta::example(), wlmap_engine::Origin::Catalog).unwrap();
 /// let pod = wlmap_engine::Object::new(serde_json::json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "uid": "u"}, "spec": {}}));
 /// let w = wlmap_engine::resolve(&def, &pod).unwrap();
-/// let g = vec![wlmap_engine::PodGroup { name: "p".into(), min_member: 1, sub_groups: vec![], members: vec![], topology: None, incomplete: false }];
-/// let docs = wlmap_engine::render_gangs(wlmap_engine::SchedulerFormat::Coscheduling, &g, &w, &pod);
-/// assert_eq!(docs[0]["spec"]["minMember"], 1);
+/// let g = vec![wlmap_engine::PodGroup { name: "p".into(), min_member: 1, sub_groups: vec![], members: vec!["p".into()], topology: None, incomplete: false }];
+/// let r = wlmap_engine::render_gangs(wlmap_engine::SchedulerFormat::Native, &g, &w, &pod);
+/// assert_eq!(r.objects[0]["apiVersion"], "scheduling.k8s.io/v1beta1");
+/// assert_eq!(r.objects[0]["spec"]["schedulingPolicy"]["gang"]["minCount"], 1);
+/// assert_eq!(r.pod_tags[0]["spec"]["schedulingGroup"]["podGroupName"], "p");
 /// ```
 pub fn render_gangs(
     format: SchedulerFormat,
     groups: &[PodGroup],
     w: &Workload,
     o: &Object,
-) -> Vec<Value> {
-    let label = |k: &str| o.label(k).map(str::to_string);
-    let mut docs = Vec::new();
-    let mut pod_tags = Vec::new();
+) -> Rendered {
     match format {
-        SchedulerFormat::Kai => {
-            for g in groups {
-                let mut spec = json!({"queue": label("kai.scheduler/queue").unwrap_or_else(|| "default-queue".into())});
-                if let Some(p) = label("priorityClassName").or_else(|| {
-                    o.json()
-                        .pointer("/spec/priorityClassName")
-                        .and_then(Value::as_str)
-                        .map(str::to_string)
-                }) {
-                    spec["priorityClassName"] = json!(p);
-                }
-                if g.sub_groups.is_empty() {
-                    spec["minMember"] = json!(g.min_member);
-                } else {
-                    // KAI: minMember and minSubGroup are exclusive; a group with sub-groups
-                    // needs all of them (each sub-group carries its own minMember).
-                    spec["minSubGroup"] = json!(g.sub_groups.len());
-                    spec["subGroups"] = g
-                        .sub_groups
-                        .iter()
-                        .map(|s| {
-                            let mut sg = json!({"name": s.name, "minMember": s.min_member});
-                            if let Some(t) = &s.topology {
-                                sg["topologyConstraint"] = json!({"topology": t.topology_name, "requiredTopologyLevel": t.required_topology_level, "preferredTopologyLevel": t.preferred_topology_level});
-                            }
-                            sg
-                        })
-                        .collect();
-                }
-                if let Some(t) = &g.topology {
-                    spec["topologyConstraint"] = json!({"topology": t.topology_name, "requiredTopologyLevel": t.required_topology_level, "preferredTopologyLevel": t.preferred_topology_level});
-                }
-                docs.push(json!({"apiVersion": "scheduling.run.ai/v2alpha2", "kind": "PodGroup", "metadata": meta(&g.name, o), "spec": spec}));
-                for s in &g.sub_groups {
-                    for p in &s.members {
-                        pod_tags.push(json!({"pod": p, "annotations": {"pod-group-name": g.name}, "labels": {"kai.scheduler/subgroup-name": s.name}}));
-                    }
-                }
-                if g.sub_groups.is_empty() {
-                    for p in &g.members {
-                        pod_tags.push(json!({"pod": p, "annotations": {"pod-group-name": g.name}}));
-                    }
-                }
-            }
+        SchedulerFormat::Kai => kai(groups, o),
+        SchedulerFormat::Coscheduling => coscheduling(groups, o),
+        SchedulerFormat::Volcano => volcano(groups, w, o),
+        SchedulerFormat::Kueue => kueue(groups),
+        SchedulerFormat::Native => native(groups, o),
+        SchedulerFormat::Workload => workload(groups, o),
+    }
+}
+
+fn topology(t: &TopologyConstraint) -> Value {
+    json!({"topology": t.topology_name, "requiredTopologyLevel": t.required_topology_level, "preferredTopologyLevel": t.preferred_topology_level})
+}
+
+/// Tags for each member pod of each group.
+fn tag_members(groups: &[PodGroup], tag: impl Fn(&PodGroup, &str) -> Value) -> Vec<Value> {
+    groups
+        .iter()
+        .flat_map(|g| g.members.iter().map(move |p| (g, p)))
+        .map(|(g, p)| tag(g, p))
+        .collect()
+}
+
+/// KAI Scheduler `scheduling.run.ai/v2alpha2` PodGroups; sub-groups as KAI's `subGroups`.
+fn kai(groups: &[PodGroup], o: &Object) -> Rendered {
+    let label = |k: &str| o.label(k).map(str::to_string);
+    let mut r = Rendered::default();
+    for g in groups {
+        let mut spec = json!({"queue": label("kai.scheduler/queue").unwrap_or_else(|| "default-queue".into())});
+        if let Some(p) = label("priorityClassName").or_else(|| {
+            o.json()
+                .pointer("/spec/priorityClassName")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        }) {
+            spec["priorityClassName"] = json!(p);
         }
-        SchedulerFormat::Coscheduling => {
-            for g in groups {
-                docs.push(json!({"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup", "metadata": meta(&g.name, o), "spec": {"minMember": g.min_member, "scheduleTimeoutSeconds": 60}}));
-                for p in &g.members {
-                    pod_tags.push(
-                        json!({"pod": p, "labels": {"scheduling.x-k8s.io/pod-group": g.name}}),
-                    );
-                }
-            }
-        }
-        SchedulerFormat::Volcano => {
-            let r = &w.root.resources;
-            let mut min_res = serde_json::Map::new();
-            if r.cpu_millis() > 0 {
-                min_res.insert("cpu".into(), json!(format!("{}m", r.cpu_millis())));
-            }
-            if r.memory_bytes() > 0 {
-                min_res.insert("memory".into(), json!(r.memory_bytes().to_string()));
-            }
-            for (k, v) in r.extended() {
-                min_res.insert(k, json!(num(v)));
-            }
-            let single = groups.len() == 1;
-            for g in groups {
-                let mut spec = json!({"minMember": g.min_member, "queue": o.json().pointer("/metadata/annotations/scheduling.volcano.sh~1queue-name").and_then(Value::as_str).unwrap_or("default")});
-                // minResources is the whole workload's desired request; exact only when the
-                // workload is one group.
-                if single && !min_res.is_empty() {
-                    spec["minResources"] = Value::Object(min_res.clone());
-                }
-                docs.push(json!({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup", "metadata": meta(&g.name, o), "spec": spec}));
-                for p in &g.members {
-                    pod_tags.push(
-                        json!({"pod": p, "annotations": {"scheduling.k8s.io/group-name": g.name}}),
-                    );
-                }
-            }
-        }
-        SchedulerFormat::Kueue => {
-            for g in groups {
-                let tags = json!({"labels": {"kueue.x-k8s.io/pod-group-name": g.name}, "annotations": {"kueue.x-k8s.io/pod-group-total-count": g.min_member.to_string()}});
-                docs.push(json!({"podGroup": g.name, "podTemplateMetadata": tags}));
-                for p in &g.members {
-                    pod_tags.push(json!({"pod": p, "labels": {"kueue.x-k8s.io/pod-group-name": g.name}, "annotations": {"kueue.x-k8s.io/pod-group-total-count": g.min_member.to_string()}}));
-                }
-            }
-        }
-        SchedulerFormat::Workload => {
-            let pgs: Vec<Value> = groups
+        if g.sub_groups.is_empty() {
+            spec["minMember"] = json!(g.min_member);
+        } else {
+            // KAI: minMember and minSubGroup are exclusive; a group with sub-groups needs all
+            // of them (each sub-group carries its own minMember).
+            spec["minSubGroup"] = json!(g.sub_groups.len());
+            spec["subGroups"] = g
+                .sub_groups
                 .iter()
-                .take(8)
-                .map(|g| json!({"name": g.name, "policy": {"gang": {"minCount": g.min_member}}}))
+                .map(|s| {
+                    let mut sg = json!({"name": s.name, "minMember": s.min_member});
+                    if let Some(t) = &s.topology {
+                        sg["topologyConstraint"] = topology(t);
+                    }
+                    sg
+                })
                 .collect();
-            let gv = o.gvk();
-            docs.push(json!({
-                "apiVersion": "scheduling.k8s.io/v1alpha1", "kind": "Workload",
-                "metadata": meta(&gang_name(&[o.name()]), o),
-                "spec": {"controllerRef": {"apiGroup": gv.group, "kind": gv.kind, "name": o.name()}, "podGroups": pgs}}));
-            if groups.len() > 8 {
-                eprintln!(
-                    "wlmap: warning: the Workload API allows 8 pod groups; {} were cut",
-                    groups.len() - 8
-                );
+        }
+        if let Some(t) = &g.topology {
+            spec["topologyConstraint"] = topology(t);
+        }
+        r.objects.push(json!({"apiVersion": "scheduling.run.ai/v2alpha2", "kind": "PodGroup", "metadata": meta(&g.name, o), "spec": spec}));
+        for s in &g.sub_groups {
+            for p in &s.members {
+                r.pod_tags.push(json!({"pod": p, "annotations": {"pod-group-name": g.name}, "labels": {"kai.scheduler/subgroup-name": s.name}}));
+            }
+        }
+        if g.sub_groups.is_empty() {
+            for p in &g.members {
+                r.pod_tags
+                    .push(json!({"pod": p, "annotations": {"pod-group-name": g.name}}));
             }
         }
     }
-    if !pod_tags.is_empty() {
-        docs.push(json!({"kind": "PodTags", "comment": "labels/annotations that tie each pod to its group", "pods": pod_tags}));
+    r
+}
+
+/// scheduler-plugins coscheduling `scheduling.x-k8s.io/v1alpha1` PodGroups.
+fn coscheduling(groups: &[PodGroup], o: &Object) -> Rendered {
+    Rendered {
+        objects: groups
+            .iter()
+            .map(|g| json!({"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup", "metadata": meta(&g.name, o), "spec": {"minMember": g.min_member, "scheduleTimeoutSeconds": 60}}))
+            .collect(),
+        pod_tags: tag_members(groups, |g, p| {
+            json!({"pod": p, "labels": {"scheduling.x-k8s.io/pod-group": g.name}})
+        }),
+        ..Rendered::default()
     }
-    docs
+}
+
+/// Volcano `scheduling.volcano.sh/v1beta1` PodGroups, with `minResources` when the workload is
+/// one group (it is the whole workload's desired request).
+fn volcano(groups: &[PodGroup], w: &Workload, o: &Object) -> Rendered {
+    let r = &w.root.resources;
+    let mut min_res = serde_json::Map::new();
+    if r.cpu_millis() > 0 {
+        min_res.insert("cpu".into(), json!(format!("{}m", r.cpu_millis())));
+    }
+    if r.memory_bytes() > 0 {
+        min_res.insert("memory".into(), json!(r.memory_bytes().to_string()));
+    }
+    for (k, v) in r.extended() {
+        min_res.insert(k, json!(num(v)));
+    }
+    let single = groups.len() == 1;
+    let queue = o
+        .json()
+        .pointer("/metadata/annotations/scheduling.volcano.sh~1queue-name")
+        .and_then(Value::as_str)
+        .unwrap_or("default");
+    let objects = groups
+        .iter()
+        .map(|g| {
+            let mut spec = json!({"minMember": g.min_member, "queue": queue});
+            if single && !min_res.is_empty() {
+                spec["minResources"] = Value::Object(min_res.clone());
+            }
+            json!({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup", "metadata": meta(&g.name, o), "spec": spec})
+        })
+        .collect();
+    Rendered {
+        objects,
+        pod_tags: tag_members(
+            groups,
+            |g, p| json!({"pod": p, "annotations": {"scheduling.k8s.io/group-name": g.name}}),
+        ),
+        ..Rendered::default()
+    }
+}
+
+/// Kueue: no objects, the pod-group labels and annotations of each group's pods.
+fn kueue(groups: &[PodGroup]) -> Rendered {
+    let tags = |g: &PodGroup| json!({"labels": {"kueue.x-k8s.io/pod-group-name": g.name}, "annotations": {"kueue.x-k8s.io/pod-group-total-count": g.min_member.to_string()}});
+    Rendered {
+        templates: groups
+            .iter()
+            .map(|g| json!({"podGroup": g.name, "podTemplateMetadata": tags(g)}))
+            .collect(),
+        pod_tags: tag_members(groups, |g, p| {
+            let mut t = tags(g);
+            t["pod"] = json!(p);
+            t
+        }),
+        ..Rendered::default()
+    }
+}
+
+/// Kubernetes v1.37 gang scheduling: a `scheduling.k8s.io/v1beta1` PodGroup per group (gang
+/// policy, `minCount`), which the pods name in `spec.schedulingGroup.podGroupName` from their
+/// creation. A PodGroup needs no Workload.
+fn native(groups: &[PodGroup], o: &Object) -> Rendered {
+    Rendered {
+        objects: groups
+            .iter()
+            .map(|g| json!({"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup", "metadata": meta(&g.name, o), "spec": {"schedulingPolicy": {"gang": {"minCount": g.min_member}}}}))
+            .collect(),
+        pod_tags: tag_members(groups, |g, p| {
+            json!({"pod": p, "spec": {"schedulingGroup": {"podGroupName": g.name}}})
+        }),
+        ..Rendered::default()
+    }
+}
+
+/// Kubernetes v1.35 Workload API (`scheduling.k8s.io/v1alpha1`, one Workload of at most 8
+/// pod groups); v1.37 no longer serves it (see [`SchedulerFormat::Native`]).
+fn workload(groups: &[PodGroup], o: &Object) -> Rendered {
+    let pgs: Vec<Value> = groups
+        .iter()
+        .take(8)
+        .map(|g| json!({"name": g.name, "policy": {"gang": {"minCount": g.min_member}}}))
+        .collect();
+    let gv = o.gvk();
+    let mut r = Rendered::default();
+    r.objects.push(json!({
+        "apiVersion": "scheduling.k8s.io/v1alpha1", "kind": "Workload",
+        "metadata": meta(&gang_name(&[o.name()]), o),
+        "spec": {"controllerRef": {"apiGroup": gv.group, "kind": gv.kind, "name": o.name()}, "podGroups": pgs}}));
+    if groups.len() > 8 {
+        r.warnings.push(format!(
+            "the Workload API allows 8 pod groups; {} were cut",
+            groups.len() - 8
+        ));
+    }
+    r
 }

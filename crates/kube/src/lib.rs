@@ -93,6 +93,10 @@ pub struct ConnectOptions {
     pub page_size: Option<u32>,
 }
 
+/// How long a watch's connection may stay silent: past kube-runtime's watch timeout (290 s,
+/// after which the server ends the watch and it is started again from where it was).
+const WATCH_READ_TIMEOUT: Duration = Duration::from_secs(330);
+
 /// What a watch ([`Cluster::watch`]) reports, for the kind at an index of the kinds watched.
 ///
 /// A kind's objects are first listed (`Relisting`, then `Applied` for each, then `Listed`),
@@ -146,6 +150,8 @@ pub struct Kind {
 pub struct Cluster {
     rt: tokio::runtime::Runtime,
     client: Client,
+    /// The same connection settings with a read timeout that outlasts a quiet watch.
+    watch_client: Client,
     server: String,
     default_namespace: String,
     discovery: RefCell<Option<Discovery>>,
@@ -195,14 +201,20 @@ impl Cluster {
         config.default_retry = false;
         let server = config.cluster_url.to_string();
         let default_namespace = config.default_namespace.clone();
+        // A watch is quiet for as long as nothing changes: its client may wait for the server's
+        // own end of a watch (kube-runtime asks for 290 s) before calling the connection dead.
+        let mut watch_config = config.clone();
+        watch_config.read_timeout = Some(WATCH_READ_TIMEOUT);
         // The client's buffer layer spawns onto the current runtime.
-        let client = {
+        let (client, watch_client) = {
             let _guard = rt.enter();
-            Client::try_from(config).map_err(|e| Error::Config(e.to_string()))?
+            let client = |c: Config| Client::try_from(c).map_err(|e| Error::Config(e.to_string()));
+            (client(config)?, client(watch_config)?)
         };
         Ok(Cluster {
             rt,
             client,
+            watch_client,
             server,
             default_namespace,
             discovery: RefCell::new(None),
@@ -467,8 +479,10 @@ impl Cluster {
         use kube::runtime::{WatchStreamExt, watcher};
         let streams = kinds.iter().enumerate().map(|(i, k)| {
             let api: kube::Api<kube::api::DynamicObject> = match (k.namespaced, ns) {
-                (true, Some(n)) => kube::Api::namespaced_with(self.client.clone(), n, &k.resource),
-                _ => kube::Api::all_with(self.client.clone(), &k.resource),
+                (true, Some(n)) => {
+                    kube::Api::namespaced_with(self.watch_client.clone(), n, &k.resource)
+                }
+                _ => kube::Api::all_with(self.watch_client.clone(), &k.resource),
             };
             let resource = k.resource.clone();
             watcher(api, watcher::Config::default())
