@@ -53,8 +53,11 @@ impl Connection {
                         .and_then(|v| v.as_str())
                         .unwrap_or("?")
                         .to_string();
-                    match serde_json::from_value::<wlmap_schema::Karta>(it) {
-                        Ok(k) => out.push(k),
+                    // The strict decoder, as for files: unknown fields are refused with their
+                    // place, and legacy ResourceInterface objects are converted.
+                    let text = it.to_string();
+                    match wlmap_schema::decode(&text, &format!("kartas.run.ai/{name}")) {
+                        Ok(ks) => out.extend(ks),
                         Err(e) => {
                             eprintln!("wlmap: warning: cluster definition {name} skipped: {e}")
                         }

@@ -147,8 +147,7 @@ fn main() {
         }
         _ => {
             let t = Instant::now();
-            let mut inv =
-                Inventory::from_objects(registry.clone(), cluster(n).map(trimmed));
+            let mut inv = Inventory::from_objects(registry.clone(), cluster(n).map(trimmed));
             let build = t.elapsed();
             println!(
                 "full build of {} objects, {} workloads: {:.2} s",
@@ -156,7 +155,10 @@ fn main() {
                 inv.workloads().count(),
                 build.as_secs_f64()
             );
-            let events: usize = std::env::var("EVENTS").ok().and_then(|e| e.parse().ok()).unwrap_or(20_000);
+            let events: usize = std::env::var("EVENTS")
+                .ok()
+                .and_then(|e| e.parse().ok())
+                .unwrap_or(20_000);
             let mut pod_us = Vec::with_capacity(events);
             for e in 0..events {
                 let (i, p) = ((e * 7919) % n, e % PODS_PER_JOB);
