@@ -437,5 +437,32 @@ fn against_a_real_api_server() {
     assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
     let o = tb.wlmap(&["get", "frobnicators", "-n", "ml"]);
     assert_eq!(o.status.code(), Some(4), "{}", stderr(&o));
-    assert!(!stderr(&o).contains(&tb.server) || !stderr(&o).contains("token"));
+    // Errors, verbose ones included, never carry credentials: no part of the kubeconfigs'
+    // client keys or certificates appears in what wlmap prints when a request fails.
+    let secrets: Vec<String> = [&tb.kubeconfig, &tb.restricted]
+        .iter()
+        .flat_map(|path| {
+            let text = std::fs::read_to_string(path).expect("kubeconfig");
+            text.lines()
+                .filter_map(|l| l.trim().split_once(": "))
+                .filter(|(k, _)| *k == "client-key-data" || *k == "client-certificate-data")
+                .map(|(_, v)| v.trim().to_string())
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    assert_eq!(secrets.len(), 4, "both kubeconfigs carry a client key and certificate");
+    for args in [
+        &["-v", "get", "jobsets", "-n", "ml"][..],
+        &["-v", "describe", "jobset/nope", "-n", "ml"][..],
+    ] {
+        for o in [tb.wlmap_restricted(args), tb.wlmap(args)] {
+            let printed = format!("{}{}", stderr(&o), String::from_utf8_lossy(&o.stdout));
+            for s in &secrets {
+                assert!(
+                    !printed.contains(&s[..40.min(s.len())]) && !printed.contains("PRIVATE KEY"),
+                    "credentials in the output of {args:?}"
+                );
+            }
+        }
+    }
 }
