@@ -450,7 +450,11 @@ fn against_a_real_api_server() {
                 .collect::<Vec<_>>()
         })
         .collect();
-    assert_eq!(secrets.len(), 4, "both kubeconfigs carry a client key and certificate");
+    assert_eq!(
+        secrets.len(),
+        4,
+        "both kubeconfigs carry a client key and certificate"
+    );
     for args in [
         &["-v", "get", "jobsets", "-n", "ml"][..],
         &["-v", "describe", "jobset/nope", "-n", "ml"][..],

@@ -392,7 +392,7 @@ pub fn resolve_with(
     // Expressions read the object's JSON; the jaq value is made only if one needs jaq.
     let vars = reference_values(def, obj, refs)?;
     let status = evaluate(def, obj, &vars, true)?;
-    let mut nodes = build(def, 0, obj, &vars, &GpuPolicy::default())?;
+    let mut nodes = build(def, 0, obj, &vars)?;
     let mut root = if nodes.is_empty() {
         return Err(Error::Shape {
             definition: def.name(),
@@ -564,13 +564,7 @@ fn count(v: &Option<Val>) -> Option<u64> {
 }
 
 /// Build the nodes of component `ci` under one parent (whose instance id is `vars[0]`).
-fn build(
-    def: &Definition,
-    ci: usize,
-    root: &Object,
-    vars: &[Val],
-    gpu: &GpuPolicy,
-) -> Result<Vec<Node>> {
+fn build(def: &Definition, ci: usize, root: &Object, vars: &[Val]) -> Result<Vec<Node>> {
     let c = &def.components[ci];
     let name = c.def.name.as_str();
     let (ids, multi): (Vec<Option<String>>, bool) = match &c.instance_ids {
@@ -625,7 +619,7 @@ fn build(
         child_vars[0] = id.clone().map(Val::from).unwrap_or(Val::Null);
         let mut children = Vec::new();
         for &k in &c.children {
-            children.extend(build(def, k, root, &child_vars, gpu)?);
+            children.extend(build(def, k, root, &child_vars)?);
         }
         let template = templates[i].take().map(Arc::new);
         let pod_req = if has_spec {
@@ -678,7 +672,6 @@ fn build(
             nodes.push(make(None, replicas_n, children));
         }
     }
-    let _ = gpu;
     Ok(nodes)
 }
 

@@ -863,7 +863,7 @@ fn computed_paths_that_hold_are_applied() {
     }
 }
 
-/// Found by replaying the `definition` corpus under AddressSanitizer (round 15;
+/// Found by replaying the `definition` corpus under AddressSanitizer (
 /// `testdata/status-path-421-factors.fuzz`): a conditions path that multiplies 421 numbers
 /// overflowed the stack while it was evaluated, which aborts the process. Syntax nested past
 /// `wlmap_expr::MAX_SYNTAX_DEPTH` is refused when the definition compiles, naming the field.

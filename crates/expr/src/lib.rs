@@ -7,7 +7,8 @@
 //!   plain path walk, the native subset, or jaq: [`Evaluator`]);
 //! - **sandboxed**: builtins that reach the process (`env`, `$ENV`, `input`, `debug`, `stderr`,
 //!   `halt`, ...) are refused at compile time with the offending span, and are not even
-//!   registered; user `def`s are refused because they can recurse without bound;
+//!   registered; user `def`s are refused when they are recursive (they could run without
+//!   bound);
 //! - **bounded**: every loop builtin (`range`, `repeat`, `recurse`, `while`, `until`), every
 //!   collected item and every value made by `,`, `.[]` or `..` spends from a step budget, so
 //!   do builtins whose one call could do unbounded work (`indices`, `contains`, regular

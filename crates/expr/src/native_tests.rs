@@ -392,7 +392,7 @@ proptest! {
 /// hundreds of chained minus signs (`8888888 - - - ... 0`) overflowed the stack of the native
 /// evaluator, which recurses per level. Terms nested deeper than it allows, and very long
 /// paths, are left to jaq (which answers them). That input nests past `MAX_SYNTAX_DEPTH` and
-/// is refused when compiled since round 15; a term of 100 levels is left to jaq.
+/// is refused when compiled; a term of 100 levels is left to jaq.
 #[test]
 fn deep_terms_are_left_to_jaq() {
     let input = include_str!("../testdata/deep-negations.fuzz");

@@ -220,7 +220,7 @@ impl Rewrite {
     /// once to see whether it has a single value, then again for each combination of the
     /// path's indices; nested in each other's indices, those builds multiply with the depth
     /// (`.a[.a[.a, .b:.c, .d], .b:.c, .d]` nested 12 deep did 9 ms of work before its first
-    /// step, 20 deep would do minutes: found by fuzzing, round 10). A computed one spends a
+    /// step, 20 deep would do minutes: found by fuzzing). A computed one spends a
     /// step each time it is built (`__tick |`), and a key is checked (`| __key`, `costed.rs`).
     /// Literals and variables build nothing.
     fn index(self, i: Term<&str>, key: bool) -> Term<&str> {

@@ -357,7 +357,7 @@ fn repeat_count(n: &Val) -> Option<usize> {
 /// Bits a product of integers may have. `. * .` doubles a big integer's length each time,
 /// and multiplying and printing big integers grow faster than their length: thirty squarings
 /// of a 20-digit number ran for more than 30 s in one step (found by reading for single calls
-/// that outrun the budget, round 10). 65,536 bits are about 19,700 decimal digits.
+/// that outrun the budget). 65,536 bits are about 19,700 decimal digits.
 pub(crate) const MAX_INT_BITS: u64 = 1 << 16;
 
 /// The length in bits of an integer's magnitude.

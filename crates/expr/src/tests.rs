@@ -726,7 +726,7 @@ mod plain_paths {
 
 /// Syntax nested deeper than `MAX_SYNTAX_DEPTH` is refused before anything recursive reads
 /// it: a product of 421 factors in a definition overflowed the stack of the AddressSanitizer
-/// build (found by replaying the `definition` corpus, round 15), and one of 1,000 that of a
+/// build (found by replaying the `definition` corpus), and one of 1,000 that of a
 /// 2 MiB thread in a release build. Each shape at the bound compiles and evaluates on a 2 MiB
 /// thread (a Tokio worker's stack) in a release build (`cargo test --release`), on 16 MiB in a
 /// debug build, whose frames are several times bigger; past it, compiling is an error with the
@@ -953,7 +953,7 @@ fn on_step_budget<T>(r: &Result<T, EvalError>) -> bool {
 }
 
 /// `.a[f][g][h]...` visits every combination of the indices' values: the product, not the
-/// values, is what grows (found by fuzzing, round 8: the native evaluator walked 30^6
+/// values, is what grows (found by fuzzing: the native evaluator walked 30^6
 /// combinations of a path's indices with no step spent).
 #[test]
 fn index_products_hit_the_step_budget() {
@@ -1004,7 +1004,7 @@ fn index_products_hit_the_step_budget() {
     }
 }
 
-/// The fuzz input that found it (`expression` target, round 8: more than a minute under a
+/// The fuzz input that found it (`expression` target: more than a minute under a
 /// 200 ms deadline). Its second line, the input, is not JSON: the target reads it as null.
 #[test]
 fn fuzz_found_index_products_end_on_the_step_budget() {
@@ -1032,7 +1032,7 @@ fn fuzz_input(text: &str) -> (Expr, Limits) {
 }
 
 /// The fuzz input that found it (`expression` target, a 14 s run under a 200 ms deadline).
-/// Its syntax nests about 500 levels deep, so since round 15 it is refused when compiled
+/// Its syntax nests about 500 levels deep, so it is refused when compiled
 /// (`syntax_depth_is_bounded_before_the_stack_is`); `swallowed_products_hit_the_step_budget`
 /// keeps the step budget's case.
 #[test]
@@ -1042,7 +1042,7 @@ fn fuzz_found_swallowed_products_end_on_the_step_budget() {
     assert!(e.message.contains("nests too deeply"), "{e}");
 }
 
-/// The fuzz input that found it (`expression` target, round 9: more than two minutes under a
+/// The fuzz input that found it (`expression` target: more than two minutes under a
 /// 200 ms deadline): `tonumber` on text that is not a number, its errors swallowed by `- empty`.
 /// jaq's `fromjson` answers the same error again and again on text it cannot read. Its second
 /// line, the input, is not JSON: the target reads it as null.
@@ -1224,7 +1224,7 @@ proptest::proptest! {
     }
 }
 
-/// The fuzz input that found it (`expression` target, round 10: 2.2 s under a 200 ms deadline
+/// The fuzz input that found it (`expression` target: 2.2 s under a 200 ms deadline
 /// with 1 step of budget, all of it before the first step): indices nested in indices, which
 /// jaq builds again for every combination. Building a computed index now spends a step.
 #[test]
@@ -1246,8 +1246,8 @@ fn fuzz_found_unticked_index_builds_end_on_the_step_budget() {
     assert!(on_step_budget(&r), "{r:?}");
 }
 
-/// A spent budget is reported, whatever catches it (`try`, `?`, `//`, `first`): since round 10
-/// it is a halt that ends the evaluation at once; the loop reports it either way.
+/// A spent budget is reported, whatever catches it (`try`, `?`, `//`, `first`): it is a halt
+/// that ends the evaluation at once; the loop reports it either way.
 #[test]
 fn a_spent_budget_is_not_caught() {
     let limits = Limits {
