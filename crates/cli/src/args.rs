@@ -156,6 +156,10 @@ pub struct DescribeArgs {
     /// Show how every status rule evaluated.
     #[arg(long)]
     pub explain: bool,
+    /// Watch the cluster and draw the tree again each time it changes, until interrupted
+    /// (`-o json`: one JSON object per line).
+    #[arg(short = 'w', long)]
+    pub watch: bool,
 }
 
 /// `definitions`.

@@ -154,6 +154,19 @@ impl Connection {
             m.insert("kind".into(), kind.resource.kind.clone().into());
         }
         set.objects.push(Object::new(obj));
+        let kinds = self.kinds_below(gvk, reg)?;
+        let ns_of = set.objects[0].namespace().to_string();
+        self.list_into(
+            &mut set,
+            &kinds,
+            if ns_of.is_empty() { ns } else { Some(&ns_of) },
+        )?;
+        Ok(set)
+    }
+
+    /// The kinds below one workload of this kind: those its definition creates (Secrets
+    /// excepted), and pods; only those the server serves.
+    pub fn kinds_below(&self, gvk: &GroupVersionKind, reg: &Registry) -> Result<Vec<Kind>> {
         let def = reg.for_kind(gvk).cloned();
         let mut kinds = Vec::new();
         for child in def
@@ -171,13 +184,7 @@ impl Connection {
                 kinds.push(k);
             }
         }
-        let ns_of = set.objects[0].namespace().to_string();
-        self.list_into(
-            &mut set,
-            &kinds,
-            if ns_of.is_empty() { ns } else { Some(&ns_of) },
-        )?;
-        Ok(set)
+        Ok(kinds)
     }
 
     /// The kinds `get` reads: the roots asked for, the kinds their definitions create that
@@ -244,7 +251,8 @@ fn may_own_pods(g: &GroupVersionKind) -> bool {
         .any(|(group, kind)| g.group == *group && g.kind == *kind)
 }
 
-fn single(reg: &Registry, args: &[String]) -> Result<(GroupVersionKind, String)> {
+/// The one TYPE/NAME of a command's arguments, as the first definition's kind and the name.
+pub fn single(reg: &Registry, args: &[String]) -> Result<(GroupVersionKind, String)> {
     let ts = targets(args)?;
     let [(t, Some(name))] = ts.as_slice() else {
         return Err(usage("expected one TYPE/NAME (or TYPE NAME), or -f FILE"));

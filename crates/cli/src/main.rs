@@ -99,7 +99,8 @@ fn run(cli: Cli) -> Result<(), Failure> {
             g.namespace.clone()
         };
         // A watch lists through its watches.
-        let watch = matches!(&cli.command, Command::Get(a) if a.watch);
+        let watch = matches!(&cli.command, Command::Get(a) if a.watch)
+            || matches!(&cli.command, Command::Describe(a) if a.watch);
         let set = if needs_objects && !watch {
             conn.objects_for(&cli.command, ns.as_deref(), &reg)?
         } else {

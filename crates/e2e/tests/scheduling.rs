@@ -328,8 +328,63 @@ fn get_watch_follows_a_workload_through_an_api_server_restart() {
                 "spec": {"nodeSelector": {"wlmap.test/pool": "watch"}, "containers": [gpu_container(2)]}}}});
     tb.kubectl(&["create", "-f", "-"], Some(&deployment.to_string()));
     wait_line("web running with one pod", &web(1, 1));
+    // `describe --watch` of the same workload: the tree again each time it changes.
+    let mut tree = std::process::Command::new(wlmap_e2e::wlmap_bin())
+        .args([
+            "--kubeconfig",
+            &tb.kubeconfig,
+            "describe",
+            "deployment/web",
+            "-n",
+            ns,
+            "-w",
+            "-o",
+            "json",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("wlmap runs");
+    let (ttx, trx) = std::sync::mpsc::channel::<Value>();
+    let tree_out = tree.stdout.take().expect("stdout");
+    std::thread::spawn(move || {
+        for line in BufReader::new(tree_out).lines().map_while(|l| l.ok()) {
+            let v: Value = serde_json::from_str(&line).expect("one JSON object per line");
+            if ttx.send(v).is_err() {
+                break;
+            }
+        }
+    });
+    // Its first tree (the one-pod state) before anything changes: a handshake, not a pause.
+    let first = trx
+        .recv_timeout(std::time::Duration::from_secs(120))
+        .expect("describe --watch draws the tree once listed");
+    assert_eq!(first["kind"], "Deployment", "{first}");
+    assert_eq!(first["pods"]["ready"], 1, "the one-pod state: {first}");
     tb.kubectl(&["scale", "-n", ns, "deployment/web", "--replicas=3"], None);
     wait_line("web scaled up to three ready pods", &web(3, 3));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    let mut trees = vec![first];
+    loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        let v = trx
+            .recv_timeout(left)
+            .unwrap_or_else(|_| panic!("describe --watch never showed 3 ready pods: {trees:#?}"));
+        let done = v["pods"]["observed"] == 3 && v["pods"]["ready"] == 3;
+        trees.push(v);
+        if done {
+            break;
+        }
+    }
+    assert_eq!(trees[0]["kind"], "Deployment", "{trees:#?}");
+    assert_eq!(
+        trees[0]["pods"]["ready"], 1,
+        "the first tree is the one-pod state: {trees:#?}"
+    );
+    let last = trees.last().expect("a tree");
+    assert_eq!(last["resources"]["gpus"], 6.0, "{last}");
+    let _ = tree.kill();
+    let _ = tree.wait();
 
     let restart = std::env::var("WLMAP_TESTBED_RESTART_APISERVER").expect("restart script");
     let dir = std::env::var("WLMAP_TESTBED_DIR").expect("testbed dir");

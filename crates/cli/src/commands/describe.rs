@@ -106,6 +106,9 @@ fn from_file(ctx: &Context, path: &std::path::Path) -> Result<Loaded> {
 
 /// Run.
 pub fn run(ctx: &Context, a: &DescribeArgs) -> Result {
+    if a.watch {
+        return crate::commands::watch::describe(ctx, a);
+    }
     let loaded = load(ctx, a.file.as_deref(), &a.targets)?;
     let (def, obj) = (&loaded.entry.definition, &loaded.entry.object);
     let mut w = loaded.entry.result?;
@@ -133,7 +136,14 @@ pub fn run(ctx: &Context, a: &DescribeArgs) -> Result {
     }
 }
 
-fn text(def: &Definition, w: &Workload, obj: &Object, explain: bool, file_mode: bool) -> String {
+/// The tree as text.
+pub fn text(
+    def: &Definition,
+    w: &Workload,
+    obj: &Object,
+    explain: bool,
+    file_mode: bool,
+) -> String {
     let gpu = GpuPolicy::default();
     let colour = render::colour_enabled();
     let mut s = String::new();

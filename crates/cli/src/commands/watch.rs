@@ -1,5 +1,6 @@
-//! `wlmap get --watch`: the listing, then a row each time a workload's row changes, from one
-//! watch per kind feeding the live inventory.
+//! `wlmap get --watch` (the listing, then a row each time a workload's row changes) and
+//! `wlmap describe --watch` (the tree each time it changes), from one watch per kind feeding
+//! the live inventory.
 
 use crate::args::{GetArgs, Output};
 use crate::commands::get::{Query, header, item, row};
@@ -22,42 +23,56 @@ pub fn run(ctx: &Context, a: &GetArgs, query: &Query) -> Result {
         ));
     };
     let kinds = conn.kinds_for_get(a, ctx.reg())?;
-    let mut w = Watch::new(ctx, query, kinds.clone(), ctx.output());
-    let mut fatal: Option<Failure> = None;
-    conn.cluster
-        .watch(&kinds, query.namespace.as_deref(), |ev| match w.on(ev) {
-            Ok(()) => ControlFlow::Continue(()),
-            Err(f) => {
-                fatal = Some(f);
-                ControlFlow::Break(())
+    let mut rows = Rows {
+        query,
+        output: ctx.output(),
+        widths: Vec::new(),
+        shown: BTreeMap::new(),
+    };
+    follow(ctx, &kinds, query.namespace.as_deref(), |feed, fed| {
+        match fed {
+            Fed::Listing => {}
+            Fed::Synced => rows.start(&feed.inventory),
+            Fed::Touched(keys) => {
+                for key in keys {
+                    rows.refresh(&feed.inventory, &key);
+                }
             }
-        });
-    fatal.map_or(Ok(()), Err)
+        }
+        Ok(())
+    })
 }
 
-/// The state of a watch: the inventory, each kind's relist in progress, and what was printed.
-struct Watch<'a> {
-    query: &'a Query,
-    output: Output,
+/// The live inventory as the watches feed it: a kind being relisted is buffered until its
+/// listing completes (then its objects replace the kind's), and every event says which keys
+/// it touched once every kind has been listed.
+pub struct Feed {
     kinds: Vec<GroupKind>,
-    inventory: Inventory,
+    /// The inventory the events build.
+    pub inventory: Inventory,
     /// Objects of a kind being relisted, until its listing completes.
     relisting: BTreeMap<usize, Vec<Object>>,
-    /// Kinds listed at least once: the table is printed when all are.
+    /// Kinds listed at least once.
     listed: BTreeSet<usize>,
-    started: bool,
-    widths: Vec<usize>,
-    /// The last row printed per workload.
-    shown: BTreeMap<ObjectKey, String>,
+    synced: bool,
     /// Warnings already said (a failing watch is retried; say each failure once).
     said: BTreeSet<String>,
 }
 
-impl<'a> Watch<'a> {
-    fn new(ctx: &Context, query: &'a Query, kinds: Vec<Kind>, output: Output) -> Watch<'a> {
-        Watch {
-            query,
-            output,
+/// What an event did to the feed.
+pub enum Fed {
+    /// Not every kind has been listed yet.
+    Listing,
+    /// Every kind has now been listed, for the first time.
+    Synced,
+    /// These keys changed: the object, its owners, the workloads whose view changed.
+    Touched(Vec<ObjectKey>),
+}
+
+impl Feed {
+    /// A feed of these kinds with these definitions.
+    pub fn new(ctx: &Context, kinds: &[Kind]) -> Feed {
+        Feed {
             kinds: kinds
                 .iter()
                 .map(|k| GroupKind::new(&k.resource.group, &k.resource.kind))
@@ -65,24 +80,23 @@ impl<'a> Watch<'a> {
             inventory: Inventory::new(ctx.reg().clone()),
             relisting: BTreeMap::new(),
             listed: BTreeSet::new(),
-            started: false,
-            widths: Vec::new(),
-            shown: BTreeMap::new(),
+            synced: false,
             said: BTreeSet::new(),
         }
     }
 
-    fn on(&mut self, ev: WatchEvent) -> Result {
+    /// Take one event.
+    pub fn on(&mut self, ev: WatchEvent) -> Result<Fed> {
         let touched: Vec<ObjectKey> = match ev {
             WatchEvent::Relisting(i) => {
                 self.relisting.insert(i, Vec::new());
-                return Ok(());
+                return Ok(Fed::Listing);
             }
             WatchEvent::Applied(i, v) => {
                 let o = object(v);
                 if let Some(buf) = self.relisting.get_mut(&i) {
                     buf.push(o);
-                    return Ok(());
+                    return Ok(Fed::Listing);
                 }
                 let key = ObjectKey::of(&o);
                 let changes = self.inventory.apply(o);
@@ -102,18 +116,19 @@ impl<'a> Watch<'a> {
                 self.listed.insert(i);
                 changes.into_iter().map(|c| c.key).collect()
             }
-            WatchEvent::Failed(_, e) => return self.failed(e),
-        };
-        if !self.started {
-            if self.listed.len() == self.kinds.len() {
-                self.start();
+            WatchEvent::Failed(_, e) => {
+                self.failed(e)?;
+                return Ok(Fed::Listing);
             }
-            return Ok(());
+        };
+        if self.synced {
+            return Ok(Fed::Touched(touched));
         }
-        for key in touched {
-            self.refresh(&key);
+        if self.listed.len() == self.kinds.len() {
+            self.synced = true;
+            return Ok(Fed::Synced);
         }
-        Ok(())
+        Ok(Fed::Listing)
     }
 
     /// The keys an event touches: the object, its owners, and the workloads that changed.
@@ -127,7 +142,7 @@ impl<'a> Watch<'a> {
     /// A watch that cannot even list its kind is an error; one that fails later is retried
     /// by the watcher, and said once.
     fn failed(&mut self, e: wlmap_kube::Error) -> Result {
-        if !self.started && matches!(e, wlmap_kube::Error::Forbidden(_)) {
+        if !self.synced && matches!(e, wlmap_kube::Error::Forbidden(_)) {
             return Err(crate::cluster::failure(e));
         }
         if self.said.insert(e.to_string()) {
@@ -135,18 +150,57 @@ impl<'a> Watch<'a> {
         }
         Ok(())
     }
+}
 
+/// Watch these kinds and hand each event's outcome to `on` until it fails.
+pub fn follow(
+    ctx: &Context,
+    kinds: &[Kind],
+    ns: Option<&str>,
+    mut on: impl FnMut(&Feed, Fed) -> Result,
+) -> Result {
+    let Some(conn) = &ctx.cluster else {
+        return Err(usage(
+            "--watch needs a cluster (a snapshot or the demo does not change)",
+        ));
+    };
+    let mut feed = Feed::new(ctx, kinds);
+    let mut fatal: Option<Failure> = None;
+    conn.cluster.watch(kinds, ns, |ev| {
+        match feed.on(ev).and_then(|fed| on(&feed, fed)) {
+            Ok(()) => ControlFlow::Continue(()),
+            Err(f) => {
+                fatal = Some(f);
+                ControlFlow::Break(())
+            }
+        }
+    });
+    fatal.map_or(Ok(()), Err)
+}
+
+/// The rows printed so far, and how.
+struct Rows<'a> {
+    query: &'a Query,
+    output: Output,
+    widths: Vec<usize>,
+    /// The last row printed per workload.
+    shown: BTreeMap<ObjectKey, String>,
+}
+
+impl<'a> Rows<'a> {
     /// Every kind is listed: print the listing.
-    fn start(&mut self) {
-        self.started = true;
-        let index = self.inventory.index();
+    fn start(&mut self, inventory: &Inventory) {
+        let index = inventory.index();
         let mut keys: Vec<ObjectKey> = index
             .objects()
             .filter(|o| self.query.wants(index, o))
             .map(ObjectKey::of)
             .collect();
         keys.sort();
-        let items: Vec<GetItem> = keys.iter().filter_map(|k| self.item(k)).collect();
+        let items: Vec<GetItem> = keys
+            .iter()
+            .filter_map(|k| self.item(inventory, k))
+            .collect();
         let all_ns = self.query.namespace.is_none();
         let wide = self.output == Output::Wide;
         let header = header(all_ns, wide);
@@ -178,21 +232,21 @@ impl<'a> Watch<'a> {
 
     /// The row of a key as the query lists it now: a top-level workload from the inventory,
     /// any other object resolved on the spot. None when the query does not list it.
-    fn item(&self, key: &ObjectKey) -> Option<GetItem> {
-        let index = self.inventory.index();
+    fn item(&self, inventory: &Inventory, key: &ObjectKey) -> Option<GetItem> {
+        let index = inventory.index();
         let o = index.object(key)?;
         if !self.query.wants(index, o) {
             return None;
         }
-        match self.inventory.workload(key) {
+        match inventory.workload(key) {
             Some(e) => Some(item(e)),
             None => index.evaluate(key, None).map(|e| item(&e)),
         }
     }
 
     /// Print the key's row if it differs from the last one printed.
-    fn refresh(&mut self, key: &ObjectKey) {
-        match self.item(key) {
+    fn refresh(&mut self, inventory: &Inventory, key: &ObjectKey) {
+        match self.item(inventory, key) {
             Some(it) => self.show(key, &it),
             None => {
                 if self.shown.remove(key).is_some() {
@@ -257,4 +311,74 @@ fn line(kind: &str, it: &GetItem) -> String {
     let mut s = serde_json::json!({"type": kind, "object": it}).to_string();
     s.push('\n');
     s
+}
+
+/// `wlmap describe --watch`: the tree, drawn again each time it changes (on a terminal the
+/// screen is cleared first); with `-o json`, one JSON object per line.
+pub fn describe(ctx: &Context, a: &crate::args::DescribeArgs) -> Result {
+    let Some(conn) = &ctx.cluster else {
+        return Err(usage(
+            "--watch needs a cluster (a snapshot or the demo does not change)",
+        ));
+    };
+    if a.file.is_some() {
+        return Err(usage(
+            "--watch describes a workload of the cluster, not a file",
+        ));
+    }
+    let (gvk, name) = crate::cluster::single(ctx.reg(), &a.targets)?;
+    let mut kinds = conn.kinds_below(&gvk, ctx.reg())?;
+    match conn
+        .cluster
+        .resource(&gvk)
+        .map_err(crate::cluster::failure)?
+    {
+        Some(k) => kinds.insert(0, k),
+        None => {
+            return Err(crate::exit::not_found(format!(
+                "the server does not serve {gvk}"
+            )));
+        }
+    }
+    let ns = ctx.namespace();
+    let json = matches!(ctx.output(), Output::Json | Output::Yaml);
+    let clear = !json && std::io::IsTerminal::is_terminal(&std::io::stdout());
+    let mut last = String::new();
+    follow(ctx, &kinds, ns.as_deref(), |feed, fed| {
+        if matches!(fed, Fed::Listing) {
+            return Ok(());
+        }
+        let index = feed.inventory.index();
+        let key = index
+            .objects()
+            .filter(|o| o.name() == name && o.gvk().group_kind() == gvk.group_kind())
+            .filter(|o| ns.as_deref().is_none_or(|n| n == o.namespace()))
+            .map(ObjectKey::of)
+            .min();
+        let shown = match key.and_then(|k| index.evaluate(&k, None)) {
+            None if json => format!(
+                "{}\n",
+                serde_json::json!({"notFound": format!("{} {name:?}{}", gvk.kind, ctx.where_())})
+            ),
+            None => format!("{} {name:?} not found{}\n", gvk.kind, ctx.where_()),
+            Some(e) => match (&e.result, json) {
+                (Err(err), _) => format!("{}/{name}: {err}\n", gvk.kind),
+                (Ok(w), true) => {
+                    let v = crate::view::describe(&e.definition, w, a.explain);
+                    let mut line = serde_json::to_string(&v).unwrap_or_default();
+                    line.push('\n');
+                    line
+                }
+                (Ok(w), false) => {
+                    crate::commands::describe::text(&e.definition, w, &e.object, a.explain, false)
+                }
+            },
+        };
+        if shown != last {
+            let screen = if clear { "\u{1b}[2J\u{1b}[H" } else { "" };
+            crate::write_stdout(&format!("{screen}{shown}"));
+            last = shown;
+        }
+        Ok(())
+    })
 }
