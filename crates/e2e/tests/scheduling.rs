@@ -262,37 +262,11 @@ fn a_raycluster_from_the_real_operator() {
 #[test]
 #[ignore = "needs the scheduling testbed (see the file's doc)"]
 fn get_watch_follows_a_workload_through_an_api_server_restart() {
-    use std::io::{BufRead, BufReader};
     let tb = testbed();
     let ns = "sched-watch";
     namespace(&tb, ns);
     tb.add_node("watch-gpu-0", "watch", 8);
-    let mut child = std::process::Command::new(wlmap_e2e::wlmap_bin())
-        .args([
-            "--kubeconfig",
-            &tb.kubeconfig,
-            "get",
-            "-n",
-            ns,
-            "--all-types",
-            "-w",
-            "-o",
-            "json",
-        ])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("wlmap runs");
-    let (tx, rx) = std::sync::mpsc::channel::<Value>();
-    let stdout = child.stdout.take().expect("stdout");
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(|l| l.ok()) {
-            let v: Value = serde_json::from_str(&line).expect("one JSON object per line");
-            if tx.send(v).is_err() {
-                break;
-            }
-        }
-    });
+    let (mut child, rx) = watch_lines(&tb, &["get", "-n", ns, "--all-types", "-w", "-o", "json"]);
     let mut seen: Vec<Value> = Vec::new();
     let mut wait_line = |what: &str, ok: &dyn Fn(&Value) -> bool| {
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
@@ -329,32 +303,10 @@ fn get_watch_follows_a_workload_through_an_api_server_restart() {
     tb.kubectl(&["create", "-f", "-"], Some(&deployment.to_string()));
     wait_line("web running with one pod", &web(1, 1));
     // `describe --watch` of the same workload: the tree again each time it changes.
-    let mut tree = std::process::Command::new(wlmap_e2e::wlmap_bin())
-        .args([
-            "--kubeconfig",
-            &tb.kubeconfig,
-            "describe",
-            "deployment/web",
-            "-n",
-            ns,
-            "-w",
-            "-o",
-            "json",
-        ])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("wlmap runs");
-    let (ttx, trx) = std::sync::mpsc::channel::<Value>();
-    let tree_out = tree.stdout.take().expect("stdout");
-    std::thread::spawn(move || {
-        for line in BufReader::new(tree_out).lines().map_while(|l| l.ok()) {
-            let v: Value = serde_json::from_str(&line).expect("one JSON object per line");
-            if ttx.send(v).is_err() {
-                break;
-            }
-        }
-    });
+    let (mut tree, trx) = watch_lines(
+        &tb,
+        &["describe", "deployment/web", "-n", ns, "-w", "-o", "json"],
+    );
     // Its first tree (the one-pod state) before anything changes: a handshake, not a pause.
     let first = trx
         .recv_timeout(std::time::Duration::from_secs(120))
@@ -413,4 +365,30 @@ fn get_watch_follows_a_workload_through_an_api_server_restart() {
         seen.iter().all(|v| v["object"]["kind"] == "Deployment"),
         "{seen:#?}"
     );
+}
+
+/// Start `wlmap ARGS` (a watch printing one JSON object per line); its lines arrive on the
+/// receiver as they are printed.
+fn watch_lines(
+    tb: &Testbed,
+    args: &[&str],
+) -> (std::process::Child, std::sync::mpsc::Receiver<Value>) {
+    use std::io::{BufRead, BufReader};
+    let mut child = std::process::Command::new(wlmap_e2e::wlmap_bin())
+        .args([&["--kubeconfig", tb.kubeconfig.as_str()], args].concat())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("wlmap runs");
+    let (tx, rx) = std::sync::mpsc::channel::<Value>();
+    let stdout = child.stdout.take().expect("stdout");
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(|l| l.ok()) {
+            let v: Value = serde_json::from_str(&line).expect("one JSON object per line");
+            if tx.send(v).is_err() {
+                break;
+            }
+        }
+    });
+    (child, rx)
 }
