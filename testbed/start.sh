@@ -383,7 +383,8 @@ if [ "$SCHEDULING" = 1 ]; then
   SCHEDULER_PID="$(cat "$DIR/pids/kube-scheduler.pid")"
   # KWOK runs the pods bound to nodes annotated kwok.x-k8s.io/node=fake, with its own
   # stages from the module (no Stage CRD): nodes become Ready and keep a heartbeat, pods
-  # become Running and Ready, and a Job's pods then Succeeded. It opens no port.
+  # become Running and Ready, and a Job's pods then Succeeded (unless labelled
+  # wlmap.test/keep-running: testbed/kwok/pod-complete.yaml). It opens no port.
   STAGES="$(dirname "$BIN")/kwok"
   mkdir -p "$DIR/kwok-home"
   KWOK_WORKDIR="$DIR/kwok-home" launch kwok "$BIN/kwok" \
@@ -391,7 +392,7 @@ if [ "$SCHEDULING" = 1 ]; then
     --config="$STAGES/node/fast/node-initialize.yaml" \
     --config="$STAGES/node/heartbeat/node-heartbeat.yaml" \
     --config="$STAGES/pod/fast/pod-ready.yaml" \
-    --config="$STAGES/pod/fast/pod-complete.yaml" \
+    --config="$HERE/kwok/pod-complete.yaml" \
     --config="$STAGES/pod/fast/pod-delete.yaml" \
     --manage-all-nodes=false \
     --manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake \

@@ -114,6 +114,12 @@ pub enum Command {
         after_help = "Examples:\n  wlmap --demo gang lws/vllm -n serving\n  wlmap gang -f jobset.yaml --format kai"
     )]
     Gang(GangArgs),
+    /// Run the controller: gang objects for every workload with gang instructions, and the
+    /// pod admission webhook that puts each pod in its group (run as a Deployment).
+    #[command(
+        after_help = "Examples:\n  wlmap controller --namespace wlmap-system --webhook-service wlmap-webhook\n  wlmap controller --scheduler volcano --tls-cert-file /certs/tls.crt --tls-key-file /certs/tls.key\n  wlmap controller --webhook-url https://127.0.0.1:9443/mutate-pods --webhook-host 127.0.0.1"
+    )]
+    Controller(ControllerArgs),
     /// Compare the catalog with recorded states of real operators.
     #[command(after_help = "Examples:\n  wlmap conformance ../shared/conformance/recorded")]
     Conformance(ConformanceArgs),
@@ -231,6 +237,64 @@ pub struct GangArgs {
     /// Output objects for a scheduler.
     #[arg(long, value_enum)]
     pub format: Option<GangFormat>,
+}
+
+/// `controller`.
+#[derive(Debug, Args)]
+pub struct ControllerArgs {
+    /// The scheduler to write gang objects and pod tags for.
+    #[arg(long, value_enum, default_value = "native")]
+    pub scheduler: ControllerScheduler,
+    /// This replica's identity in the leader Lease (default: $POD_NAME, else the host name).
+    #[arg(long, env = "POD_NAME")]
+    pub identity: Option<String>,
+    /// The leader Lease's name (in the controller's namespace, -n).
+    #[arg(long, default_value = "wlmap-controller")]
+    pub lease_name: String,
+    /// Seconds a Lease renewal holds.
+    #[arg(long, default_value_t = 15)]
+    pub lease_duration: u64,
+    /// Seconds between renewals.
+    #[arg(long, default_value_t = 5)]
+    pub renew_every: u64,
+    /// The webhook's TLS address.
+    #[arg(long, default_value = "0.0.0.0:9443")]
+    pub webhook_address: std::net::SocketAddr,
+    /// The address of /healthz, /readyz and /metrics (plain HTTP).
+    #[arg(long, default_value = "0.0.0.0:8081")]
+    pub probe_address: std::net::SocketAddr,
+    /// The Service the API server reaches the webhook through (in the controller's namespace).
+    #[arg(long, conflicts_with = "webhook_url")]
+    pub webhook_service: Option<String>,
+    /// The Service's port.
+    #[arg(long, default_value_t = 443)]
+    pub webhook_service_port: u16,
+    /// A URL the API server reaches the webhook at (a controller outside the cluster).
+    #[arg(long)]
+    pub webhook_url: Option<String>,
+    /// Extra names (DNS or IP) for the self-managed serving certificate (repeatable).
+    #[arg(long)]
+    pub webhook_host: Vec<String>,
+    /// The MutatingWebhookConfiguration the controller keeps (self-managed certificates).
+    #[arg(long, default_value = "wlmap")]
+    pub webhook_config: String,
+    /// Serving certificate from a file (cert-manager); the CA injector fills the caBundle.
+    #[arg(long, requires = "tls_key_file")]
+    pub tls_cert_file: Option<PathBuf>,
+    /// Its private key.
+    #[arg(long, requires = "tls_cert_file")]
+    pub tls_key_file: Option<PathBuf>,
+}
+
+/// Schedulers the controller writes for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ControllerScheduler {
+    /// Kubernetes v1.37 gang scheduling: scheduling.k8s.io/v1beta1 PodGroups, pod spec.schedulingGroup.
+    Native,
+    /// scheduler-plugins coscheduling PodGroups, pod label.
+    Coscheduling,
+    /// Volcano PodGroups, pod annotation.
+    Volcano,
 }
 
 /// Scheduler formats for gangs.

@@ -7,7 +7,6 @@ use crate::context::Context;
 use crate::defs::{resolve_type, targets};
 use crate::exit::{Code, Failure, Result, not_found, usage};
 use crate::source::ObjectSet;
-use std::collections::BTreeSet;
 use std::io::IsTerminal;
 use wlmap_engine::{Object, PodUpdate, Registry, Target};
 use wlmap_kube::{Cluster, ConnectOptions, Error, Kind};
@@ -198,17 +197,12 @@ impl Connection {
         for (t, _) in targets(&a.targets)? {
             roots.extend(resolve_type(reg, &t)?.iter().map(|d| d.root_gvk()));
         }
-        let mut want: BTreeSet<GroupVersionKind> = BTreeSet::new();
-        for r in &roots {
-            want.insert(r.clone());
-            if let Some(d) = reg.for_kind(r) {
-                want.extend(d.child_kinds().into_iter().filter(may_own_pods));
-                if a.watch {
-                    want.extend(d.karta().spec.references.iter().map(|r| r.kind.clone()));
-                }
+        let mut want = wlmap_inventory::kinds_to_watch(reg, &roots);
+        if a.watch {
+            for d in roots.iter().filter_map(|r| reg.for_kind(r)) {
+                want.extend(d.karta().spec.references.iter().map(|r| r.kind.clone()));
             }
         }
-        want.insert(GroupVersionKind::new("", "v1", "Pod"));
         let mut kinds: Vec<Kind> = Vec::new();
         for g in &want {
             if let Some(k) = self.kind(g)?
@@ -223,32 +217,6 @@ impl Connection {
         }
         Ok(kinds)
     }
-}
-
-/// Kinds that definitions list as children (for RBAC and owner walks) but that never own pods:
-/// a cluster-wide view has no use for them, and listing Secrets would read every secret in
-/// the cluster. (`describe` of one workload still lists its namespace's children, Secrets
-/// excepted, to show them.)
-const NEVER_OWN_PODS: &[(&str, &str)] = &[
-    ("", "Secret"),
-    ("", "ConfigMap"),
-    ("", "Service"),
-    ("", "Endpoints"),
-    ("", "PersistentVolumeClaim"),
-    ("", "ServiceAccount"),
-    ("autoscaling", "HorizontalPodAutoscaler"),
-    ("policy", "PodDisruptionBudget"),
-    ("networking.k8s.io", "Ingress"),
-    ("networking.k8s.io", "NetworkPolicy"),
-    ("discovery.k8s.io", "EndpointSlice"),
-    ("rbac.authorization.k8s.io", "Role"),
-    ("rbac.authorization.k8s.io", "RoleBinding"),
-];
-
-fn may_own_pods(g: &GroupVersionKind) -> bool {
-    !NEVER_OWN_PODS
-        .iter()
-        .any(|(group, kind)| g.group == *group && g.kind == *kind)
 }
 
 /// The one TYPE/NAME of a command's arguments, as the first definition's kind and the name.

@@ -46,6 +46,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             return Ok(());
         }
         Command::Validate(a) => return commands::validate::run(a),
+        Command::Controller(a) => return commands::controller::run(&cli.global, a),
         _ => {}
     }
     let g = cli.global.clone();
@@ -127,7 +128,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
         Command::Set(a) => commands::set::run(&ctx, a),
         Command::Gang(a) => commands::gang::run(&ctx, a),
         Command::Conformance(a) => commands::conformance::run(&ctx, a),
-        Command::Validate(_) | Command::Completion { .. } => Ok(()),
+        Command::Validate(_) | Command::Controller(_) | Command::Completion { .. } => Ok(()),
     }
 }
 

@@ -516,6 +516,22 @@ impl Definition {
         &self.karta
     }
 
+    /// True when the definition says how to gang its workloads (`gangScheduling` with a
+    /// `podGroup` or at least one `podGroups` entry).
+    ///
+    /// ```
+    /// # let def = wlmap_engine::Definition::compile(wlmap_schema::Karta::example(), wlmap_engine::Origin::Catalog).unwrap();
+    /// assert!(!def.has_gangs());
+    /// ```
+    pub fn has_gangs(&self) -> bool {
+        self.karta
+            .spec
+            .optimization_instructions
+            .as_ref()
+            .and_then(|o| o.gang_scheduling.as_ref())
+            .is_some_and(|g| g.pod_group.is_some() || !self.gang_members.is_empty())
+    }
+
     /// The kind of workload it describes.
     ///
     /// ```

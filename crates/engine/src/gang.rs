@@ -431,8 +431,12 @@ fn owner_ref(o: &Object) -> Value {
     json!([{"apiVersion": o.api_version(), "kind": o.kind(), "name": o.name(), "uid": o.uid(), "controller": true, "blockOwnerDeletion": false}])
 }
 
+/// The label every gang object wlmap writes carries: the controller changes and deletes only
+/// objects with it (an object of the same name without it belongs to someone else).
+pub const MANAGED_BY: (&str, &str) = ("app.kubernetes.io/managed-by", "wlmap");
+
 fn meta(name: &str, o: &Object) -> Value {
-    let mut m = json!({"name": name, "ownerReferences": owner_ref(o)});
+    let mut m = json!({"name": name, "labels": {MANAGED_BY.0: MANAGED_BY.1}, "ownerReferences": owner_ref(o)});
     if !o.namespace().is_empty() {
         m["namespace"] = json!(o.namespace());
     }

@@ -65,7 +65,9 @@ mod update;
 pub use attribute::{MAX_OWNER_DEPTH, OwnerIndex, attribute, attribute_indexed};
 pub use definition::{Definition, Origin};
 pub use error::{Error, ExprField, Result};
-pub use gang::{PodGroup, Rendered, SchedulerFormat, SubGroupOut, gang_name, gangs, render_gangs};
+pub use gang::{
+    MANAGED_BY, PodGroup, Rendered, SchedulerFormat, SubGroupOut, gang_name, gangs, render_gangs,
+};
 pub use object::Object;
 pub use registry::Registry;
 pub use resolve::{

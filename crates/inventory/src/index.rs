@@ -174,6 +174,31 @@ impl Index {
             .unwrap_or_default()
     }
 
+    /// The pods held below an object (on its controller owner chain), in name order.
+    ///
+    /// ```
+    /// # use wlmap_inventory::*;
+    /// let job = wlmap_engine::Object::new(serde_json::json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j", "uid": "j1"}}));
+    /// let pod = wlmap_engine::Object::new(serde_json::json!({"apiVersion": "v1", "kind": "Pod",
+    ///     "metadata": {"name": "p", "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "uid": "j1", "controller": true}]}}));
+    /// let index = Index::new(wlmap_engine::Registry::default(), [job.clone(), pod]);
+    /// assert_eq!(index.pods_below(&ObjectKey::of(&job)).len(), 1);
+    /// ```
+    pub fn pods_below(&self, key: &ObjectKey) -> Vec<Object> {
+        let Some(o) = self.store.get(key) else {
+            return vec![];
+        };
+        let mut pods: Vec<Object> = self
+            .store
+            .descendants(o.uid())
+            .into_iter()
+            .filter(|o| o.is_pod())
+            .cloned()
+            .collect();
+        pods.sort_by(|a, b| a.name().cmp(b.name()));
+        pods
+    }
+
     /// The keys of every top-level workload, in key order (namespace, kind, name).
     ///
     /// ```
@@ -230,9 +255,34 @@ impl Index {
         root: &Object,
         refs: &dyn ReferenceProvider,
     ) -> Result<Workload, wlmap_engine::Error> {
+        self.resolve_among(def, root, refs, None)
+    }
+
+    /// Resolve a workload with a pod not held (one being created) among its pods.
+    pub(crate) fn resolve_with_pod(
+        &self,
+        def: &Definition,
+        root: &Object,
+        pod: &Object,
+    ) -> Result<Workload, wlmap_engine::Error> {
+        self.resolve_among(def, root, &self.store, Some(pod))
+    }
+
+    fn resolve_among(
+        &self,
+        def: &Definition,
+        root: &Object,
+        refs: &dyn ReferenceProvider,
+        extra_pod: Option<&Object>,
+    ) -> Result<Workload, wlmap_engine::Error> {
         let mut w = wlmap_engine::resolve_with(def, root, refs)?;
         let below = self.store.descendants(root.uid());
-        let mut pods: Vec<&Object> = below.iter().copied().filter(|o| o.is_pod()).collect();
+        let mut pods: Vec<&Object> = below
+            .iter()
+            .copied()
+            .filter(|o| o.is_pod())
+            .chain(extra_pod)
+            .collect();
         // Pods in name order, whatever order they arrived in.
         pods.sort_by(|a, b| (a.namespace(), a.name()).cmp(&(b.namespace(), b.name())));
         // The owner index holds the workload's objects and its owners above it: attribution

@@ -25,14 +25,20 @@
 //! ```
 
 mod definitions;
+mod feed;
 mod index;
 mod inventory;
 mod key;
+mod kinds;
 mod parallel;
+mod placement;
 mod store;
 mod trim;
 
+pub use feed::{Event as FeedEvent, Fed, Feed};
 pub use index::{Entry, Index};
 pub use inventory::{Change, ChangeKind, Inventory};
 pub use key::ObjectKey;
+pub use kinds::{kinds_to_watch, may_own_pods};
+pub use placement::{OwnerRef, Placement};
 pub use trim::trim;

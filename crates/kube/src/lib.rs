@@ -93,9 +93,35 @@ pub struct ConnectOptions {
     pub page_size: Option<u32>,
 }
 
+/// The client configuration of these options: the kubeconfig file given, else `$KUBECONFIG`
+/// or `~/.kube/config`, else the in-cluster service account.
+///
+/// ```no_run
+/// # async fn f() {
+/// let config = wlmap_kube::load_config(&wlmap_kube::ConnectOptions::default()).await.unwrap();
+/// println!("{}", config.cluster_url);
+/// # }
+/// ```
+pub async fn load_config(opts: &ConnectOptions) -> Result<Config> {
+    let ko = kube::config::KubeConfigOptions {
+        context: opts.context.clone(),
+        ..Default::default()
+    };
+    match &opts.kubeconfig {
+        Some(p) => {
+            let kc = kube::config::Kubeconfig::read_from(p).map_err(|e| Error::Config(format!("{}: {e}", p.display())))?;
+            Config::from_custom_kubeconfig(kc, &ko).await.map_err(|e| Error::Config(format!("{}: {e}", p.display())))
+        }
+        None => match Config::from_kubeconfig(&ko).await {
+            Ok(c) => Ok(c),
+            Err(kerr) => Config::incluster().map_err(|ierr| Error::Config(format!("no kubeconfig ({kerr}) and not in a cluster ({ierr}); use --kubeconfig, --snapshot or --demo"))),
+        },
+    }
+}
+
 /// How long a watch's connection may stay silent: past kube-runtime's watch timeout (290 s,
 /// after which the server ends the watch and it is started again from where it was).
-const WATCH_READ_TIMEOUT: Duration = Duration::from_secs(330);
+pub const WATCH_READ_TIMEOUT: Duration = Duration::from_secs(330);
 
 /// What a watch ([`Cluster::watch`]) reports, for the kind at an index of the kinds watched.
 ///
@@ -181,19 +207,7 @@ impl Cluster {
             .build()
             .map_err(|e| Error::Config(e.to_string()))?;
         let timeout = opts.timeout.unwrap_or(Duration::from_secs(30));
-        let mut config = rt.block_on(async {
-            let ko = kube::config::KubeConfigOptions { context: opts.context.clone(), ..Default::default() };
-            match &opts.kubeconfig {
-                Some(p) => {
-                    let kc = kube::config::Kubeconfig::read_from(p).map_err(|e| Error::Config(format!("{}: {e}", p.display())))?;
-                    Config::from_custom_kubeconfig(kc, &ko).await.map_err(|e| Error::Config(format!("{}: {e}", p.display())))
-                }
-                None => match Config::from_kubeconfig(&ko).await {
-                    Ok(c) => Ok(c),
-                    Err(kerr) => Config::incluster().map_err(|ierr| Error::Config(format!("no kubeconfig ({kerr}) and not in a cluster ({ierr}); use --kubeconfig, --snapshot or --demo"))),
-                },
-            }
-        })?;
+        let mut config = rt.block_on(load_config(opts))?;
         config.connect_timeout = Some(timeout.min(Duration::from_secs(10)));
         config.read_timeout = Some(timeout);
         // One retry policy, ours (`with_retries`): kube's own layer would retry 429/503 inside
@@ -259,21 +273,7 @@ impl Cluster {
     }
 
     fn classify(&self, e: kube::Error, what: &str) -> Error {
-        match e {
-            kube::Error::Api(s) => match s.code {
-                403 => Error::Forbidden(format!("{what}: {}", s.message)),
-                404 => Error::NotFound(format!("{what}: {}", s.message)),
-                409 => Error::Conflict(format!("{what}: {}", s.message)),
-                code => Error::Api {
-                    code,
-                    message: format!("{what}: {}", s.message),
-                },
-            },
-            other => Error::Unreachable {
-                server: self.server.clone(),
-                message: root_cause(&other),
-            },
-        }
+        classify(&self.server, e, what)
     }
 
     fn send(&self, req: http::Request<Vec<u8>>, what: &str) -> Result<Value> {
@@ -364,21 +364,7 @@ impl Cluster {
     pub fn resource(&self, gvk: &GroupVersionKind) -> Result<Option<Kind>> {
         self.discovery()?;
         let d = self.discovery.borrow();
-        let Some(d) = d.as_ref() else { return Ok(None) };
-        let exact = kube::api::GroupVersionKind::gvk(&gvk.group, &gvk.version, &gvk.kind);
-        if let Some((ar, caps)) = d.resolve_gvk(&exact) {
-            return Ok(Some(Kind {
-                resource: ar,
-                namespaced: caps.scope == Scope::Namespaced,
-            }));
-        }
-        let Some(g) = d.get(&gvk.group) else {
-            return Ok(None);
-        };
-        Ok(g.recommended_kind(&gvk.kind).map(|(ar, caps)| Kind {
-            resource: ar,
-            namespaced: caps.scope == Scope::Namespaced,
-        }))
+        Ok(d.as_ref().and_then(|d| kind_in(d, gvk)))
     }
 
     fn url(&self, k: &Kind, ns: Option<&str>, name: Option<&str>) -> String {
@@ -476,52 +462,14 @@ impl Cluster {
         mut on: impl FnMut(WatchEvent) -> std::ops::ControlFlow<()>,
     ) {
         use futures::StreamExt;
-        use kube::runtime::{WatchStreamExt, watcher};
-        let streams = kinds.iter().enumerate().map(|(i, k)| {
-            let api: kube::Api<kube::api::DynamicObject> = match (k.namespaced, ns) {
-                (true, Some(n)) => {
-                    kube::Api::namespaced_with(self.watch_client.clone(), n, &k.resource)
-                }
-                _ => kube::Api::all_with(self.watch_client.clone(), &k.resource),
-            };
-            let resource = k.resource.clone();
-            watcher(api, watcher::Config::default())
-                .default_backoff()
-                .map(move |e| (i, resource.clone(), e))
-                .boxed()
-        });
-        let mut all = futures::stream::select_all(streams);
+        let mut all = watch_stream(&self.watch_client, &self.server, kinds, ns);
         self.rt.block_on(async {
-            while let Some((i, resource, event)) = all.next().await {
-                let event = match event {
-                    Ok(watcher::Event::Init) => WatchEvent::Relisting(i),
-                    Ok(watcher::Event::InitDone) => WatchEvent::Listed(i),
-                    Ok(watcher::Event::Apply(o) | watcher::Event::InitApply(o)) => {
-                        WatchEvent::Applied(i, typed(o, &resource))
-                    }
-                    Ok(watcher::Event::Delete(o)) => WatchEvent::Deleted(i, typed(o, &resource)),
-                    Err(e) => WatchEvent::Failed(i, self.watch_error(e, &resource.plural)),
-                };
+            while let Some(event) = all.next().await {
                 if on(event).is_break() {
                     break;
                 }
             }
         });
-    }
-
-    fn watch_error(&self, e: kube::runtime::watcher::Error, plural: &str) -> Error {
-        use kube::runtime::watcher::Error as W;
-        let what = format!("watch {plural}");
-        match e {
-            W::InitialListFailed(e) | W::WatchStartFailed(e) | W::WatchFailed(e) => {
-                self.classify(e, &what)
-            }
-            W::WatchError(s) => self.classify(kube::Error::Api(s), &what),
-            W::NoResourceVersion => Error::Api {
-                code: 0,
-                message: format!("{what}: no resourceVersion (does the kind support watch?)"),
-            },
-        }
     }
 
     /// Get one object.
@@ -648,4 +596,104 @@ fn gave_up(err: Error, attempts: u32) -> Error {
         },
         other => other,
     }
+}
+
+/// One error of a request to `server`, classified.
+fn classify(server: &str, e: kube::Error, what: &str) -> Error {
+    match e {
+        kube::Error::Api(s) => match s.code {
+            403 => Error::Forbidden(format!("{what}: {}", s.message)),
+            404 => Error::NotFound(format!("{what}: {}", s.message)),
+            409 => Error::Conflict(format!("{what}: {}", s.message)),
+            code => Error::Api {
+                code,
+                message: format!("{what}: {}", s.message),
+            },
+        },
+        other => Error::Unreachable {
+            server: server.to_string(),
+            message: root_cause(&other),
+        },
+    }
+}
+
+/// The events of one watch per kind (in a namespace, or all), merged: what
+/// [`Cluster::watch`] hands over, as a stream for callers with a runtime of their own. The
+/// client should have a read timeout past 290 s (a quiet watch is not a dead one).
+///
+/// ```no_run
+/// # async fn f(client: kube::Client, pods: wlmap_kube::Kind) {
+/// use futures::StreamExt;
+/// let mut events = wlmap_kube::watch_stream(&client, "https://k8s", &[pods], None);
+/// while let Some(e) = events.next().await {
+///     println!("{e:?}");
+/// }
+/// # }
+/// ```
+pub fn watch_stream(
+    client: &Client,
+    server: &str,
+    kinds: &[Kind],
+    ns: Option<&str>,
+) -> futures::stream::BoxStream<'static, WatchEvent> {
+    use futures::StreamExt;
+    use kube::runtime::{WatchStreamExt, watcher};
+    let streams = kinds.iter().enumerate().map(|(i, k)| {
+        let api: kube::Api<kube::api::DynamicObject> = match (k.namespaced, ns) {
+            (true, Some(n)) => kube::Api::namespaced_with(client.clone(), n, &k.resource),
+            _ => kube::Api::all_with(client.clone(), &k.resource),
+        };
+        let resource = k.resource.clone();
+        let server = server.to_string();
+        watcher(api, watcher::Config::default())
+            .default_backoff()
+            .map(move |e| match e {
+                Ok(watcher::Event::Init) => WatchEvent::Relisting(i),
+                Ok(watcher::Event::InitDone) => WatchEvent::Listed(i),
+                Ok(watcher::Event::Apply(o) | watcher::Event::InitApply(o)) => {
+                    WatchEvent::Applied(i, typed(o, &resource))
+                }
+                Ok(watcher::Event::Delete(o)) => WatchEvent::Deleted(i, typed(o, &resource)),
+                Err(e) => WatchEvent::Failed(i, watch_error(&server, e, &resource.plural)),
+            })
+            .boxed()
+    });
+    futures::stream::select_all(streams).boxed()
+}
+
+fn watch_error(server: &str, e: kube::runtime::watcher::Error, plural: &str) -> Error {
+    use kube::runtime::watcher::Error as W;
+    let what = format!("watch {plural}");
+    match e {
+        W::InitialListFailed(e) | W::WatchStartFailed(e) | W::WatchFailed(e) => {
+            classify(server, e, &what)
+        }
+        W::WatchError(s) => classify(server, kube::Error::Api(s), &what),
+        W::NoResourceVersion => Error::Api {
+            code: 0,
+            message: format!("{what}: no resourceVersion (does the kind support watch?)"),
+        },
+    }
+}
+
+/// A kind in a discovery: the exact version when served, else the group's preferred version
+/// of the same kind. `None` when the server does not serve the kind.
+///
+/// ```no_run
+/// # async fn f(client: kube::Client) {
+/// let d = kube::Discovery::new(client).run_aggregated().await.unwrap();
+/// let job = wlmap_kube::kind_in(&d, &wlmap_schema::GroupVersionKind::new("batch", "v1", "Job"));
+/// assert_eq!(job.unwrap().resource.plural, "jobs");
+/// # }
+/// ```
+pub fn kind_in(d: &Discovery, gvk: &GroupVersionKind) -> Option<Kind> {
+    let exact = kube::api::GroupVersionKind::gvk(&gvk.group, &gvk.version, &gvk.kind);
+    let kind = |(ar, caps): (ApiResource, kube::discovery::ApiCapabilities)| Kind {
+        resource: ar,
+        namespaced: caps.scope == Scope::Namespaced,
+    };
+    if let Some(found) = d.resolve_gvk(&exact) {
+        return Some(kind(found));
+    }
+    d.get(&gvk.group)?.recommended_kind(&gvk.kind).map(kind)
 }

@@ -1,6 +1,7 @@
 //! One module per command.
 
 pub mod conformance;
+pub mod controller;
 pub mod definitions;
 pub mod describe;
 pub mod gang;

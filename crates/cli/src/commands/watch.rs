@@ -11,7 +11,7 @@ use crate::view::GetItem;
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::ControlFlow;
 use wlmap_engine::Object;
-use wlmap_inventory::{Change, Inventory, ObjectKey};
+use wlmap_inventory::{Fed, Feed, FeedEvent, Inventory, ObjectKey};
 use wlmap_kube::{Kind, WatchEvent};
 use wlmap_schema::GroupKind;
 
@@ -43,113 +43,29 @@ pub fn run(ctx: &Context, a: &GetArgs, query: &Query) -> Result {
     })
 }
 
-/// The live inventory as the watches feed it: a kind being relisted is buffered until its
-/// listing completes (then its objects replace the kind's), and every event says which keys
-/// it touched once every kind has been listed.
-pub struct Feed {
-    kinds: Vec<GroupKind>,
-    /// The inventory the events build.
-    pub inventory: Inventory,
-    /// Objects of a kind being relisted, until its listing completes.
-    relisting: BTreeMap<usize, Vec<Object>>,
-    /// Kinds listed at least once.
-    listed: BTreeSet<usize>,
+/// Turn a watch event into a feed event (objects trimmed as the live inventory holds them);
+/// a failed watch is reported instead: an error while the kinds are first listed when it is
+/// a refusal (no retry will change it), else a warning said once (the watcher retries).
+fn feed_event(
+    ev: WatchEvent,
     synced: bool,
-    /// Warnings already said (a failing watch is retried; say each failure once).
-    said: BTreeSet<String>,
-}
-
-/// What an event did to the feed.
-pub enum Fed {
-    /// Not every kind has been listed yet.
-    Listing,
-    /// Every kind has now been listed, for the first time.
-    Synced,
-    /// These keys changed: the object, its owners, the workloads whose view changed.
-    Touched(Vec<ObjectKey>),
-}
-
-impl Feed {
-    /// A feed of these kinds with these definitions.
-    pub fn new(ctx: &Context, kinds: &[Kind]) -> Feed {
-        Feed {
-            kinds: kinds
-                .iter()
-                .map(|k| GroupKind::new(&k.resource.group, &k.resource.kind))
-                .collect(),
-            inventory: Inventory::new(ctx.reg().clone()),
-            relisting: BTreeMap::new(),
-            listed: BTreeSet::new(),
-            synced: false,
-            said: BTreeSet::new(),
-        }
-    }
-
-    /// Take one event.
-    pub fn on(&mut self, ev: WatchEvent) -> Result<Fed> {
-        let touched: Vec<ObjectKey> = match ev {
-            WatchEvent::Relisting(i) => {
-                self.relisting.insert(i, Vec::new());
-                return Ok(Fed::Listing);
+    said: &mut BTreeSet<String>,
+) -> Result<Option<FeedEvent>> {
+    Ok(Some(match ev {
+        WatchEvent::Relisting(i) => FeedEvent::Relisting(i),
+        WatchEvent::Applied(i, v) => FeedEvent::Applied(i, object(v)),
+        WatchEvent::Deleted(i, v) => FeedEvent::Deleted(i, object(v)),
+        WatchEvent::Listed(i) => FeedEvent::Listed(i),
+        WatchEvent::Failed(_, e) => {
+            if !synced && matches!(e, wlmap_kube::Error::Forbidden(_)) {
+                return Err(crate::cluster::failure(e));
             }
-            WatchEvent::Applied(i, v) => {
-                let o = object(v);
-                if let Some(buf) = self.relisting.get_mut(&i) {
-                    buf.push(o);
-                    return Ok(Fed::Listing);
-                }
-                let key = ObjectKey::of(&o);
-                let changes = self.inventory.apply(o);
-                self.related(&key, changes)
+            if said.insert(e.to_string()) {
+                eprintln!("wlmap: warning: {e} (retrying)");
             }
-            WatchEvent::Deleted(_, v) => {
-                let key = ObjectKey::of(&object(v));
-                let owners = self.inventory.index().owners(&key);
-                let changes = self.inventory.delete(&key);
-                let mut keys = self.related(&key, changes);
-                keys.extend(owners);
-                keys
-            }
-            WatchEvent::Listed(i) => {
-                let objects = self.relisting.remove(&i).unwrap_or_default();
-                let changes = self.inventory.replace_kind(&self.kinds[i], objects);
-                self.listed.insert(i);
-                changes.into_iter().map(|c| c.key).collect()
-            }
-            WatchEvent::Failed(_, e) => {
-                self.failed(e)?;
-                return Ok(Fed::Listing);
-            }
-        };
-        if self.synced {
-            return Ok(Fed::Touched(touched));
+            return Ok(None);
         }
-        if self.listed.len() == self.kinds.len() {
-            self.synced = true;
-            return Ok(Fed::Synced);
-        }
-        Ok(Fed::Listing)
-    }
-
-    /// The keys an event touches: the object, its owners, and the workloads that changed.
-    fn related(&self, key: &ObjectKey, changes: Vec<Change>) -> Vec<ObjectKey> {
-        let mut keys = vec![key.clone()];
-        keys.extend(self.inventory.index().owners(key));
-        keys.extend(changes.into_iter().map(|c| c.key));
-        keys
-    }
-
-    /// A watch that cannot even list its kind is an error; one that fails later is retried
-    /// by the watcher, and said once.
-    fn failed(&mut self, e: wlmap_kube::Error) -> Result {
-        if !self.synced && matches!(e, wlmap_kube::Error::Forbidden(_)) {
-            return Err(crate::cluster::failure(e));
-        }
-        if self.said.insert(e.to_string()) {
-            eprintln!("wlmap: warning: {e} (retrying)");
-        }
-        Ok(())
-    }
+    }))
 }
 
 /// Watch these kinds and hand each event's outcome to `on` until it fails.
@@ -164,10 +80,17 @@ pub fn follow(
             "--watch needs a cluster (a snapshot or the demo does not change)",
         ));
     };
-    let mut feed = Feed::new(ctx, kinds);
+    let kinds_fed = kinds
+        .iter()
+        .map(|k| GroupKind::new(&k.resource.group, &k.resource.kind))
+        .collect();
+    let mut feed = Feed::new(ctx.reg().clone(), kinds_fed);
+    let mut said = BTreeSet::new();
     let mut fatal: Option<Failure> = None;
     conn.cluster.watch(kinds, ns, |ev| {
-        match feed.on(ev).and_then(|fed| on(&feed, fed)) {
+        let fed = feed_event(ev, feed.is_synced(), &mut said)
+            .map(|e| e.map_or(Fed::Listing, |e| feed.on(e)));
+        match fed.and_then(|fed| on(&feed, fed)) {
             Ok(()) => ControlFlow::Continue(()),
             Err(f) => {
                 fatal = Some(f);

@@ -1,0 +1,82 @@
+//! `wlmap controller`: the options turned into the controller's, then the controller runs
+//! until it is told to stop.
+
+use crate::args::{ControllerArgs, ControllerScheduler, Global};
+use crate::exit::{Code, Failure, Result};
+use std::time::Duration;
+use wlmap_controller::{Certificates, Endpoint, Options};
+use wlmap_engine::SchedulerFormat;
+
+/// The namespace a pod runs in (in a cluster).
+const POD_NAMESPACE_FILE: &str = "/var/run/secrets/kubernetes.io/serviceaccount/namespace";
+
+/// Run.
+pub fn run(g: &Global, a: &ControllerArgs) -> Result {
+    let namespace = g
+        .namespace
+        .clone()
+        .or_else(|| std::fs::read_to_string(POD_NAMESPACE_FILE).ok())
+        .map(|n| n.trim().to_string())
+        .unwrap_or_else(|| "wlmap-system".into());
+    let identity = a.identity.clone().unwrap_or_else(host_name);
+    let endpoint = match (&a.webhook_url, &a.webhook_service) {
+        (Some(u), _) => Endpoint::Url(u.clone()),
+        (None, Some(s)) => Endpoint::Service {
+            namespace: namespace.clone(),
+            name: s.clone(),
+            port: a.webhook_service_port,
+        },
+        (None, None) => Endpoint::Service {
+            namespace: namespace.clone(),
+            name: "wlmap-webhook".into(),
+            port: a.webhook_service_port,
+        },
+    };
+    let certificates = match (&a.tls_cert_file, &a.tls_key_file) {
+        (Some(cert), Some(key)) => Certificates::Files {
+            cert: cert.clone(),
+            key: key.clone(),
+        },
+        _ => {
+            let mut names = a.webhook_host.clone();
+            if let Endpoint::Service {
+                namespace, name, ..
+            } = &endpoint
+            {
+                names.push(format!("{name}.{namespace}.svc"));
+                names.push(format!("{name}.{namespace}.svc.cluster.local"));
+            }
+            Certificates::SelfManaged { names }
+        }
+    };
+    let opts = Options {
+        connect: wlmap_kube::ConnectOptions {
+            kubeconfig: g.kubeconfig.clone(),
+            context: g.context.clone(),
+            timeout: Some(Duration::from_secs(g.request_timeout)),
+            page_size: None,
+        },
+        format: match a.scheduler {
+            ControllerScheduler::Native => SchedulerFormat::Native,
+            ControllerScheduler::Coscheduling => SchedulerFormat::Coscheduling,
+            ControllerScheduler::Volcano => SchedulerFormat::Volcano,
+        },
+        namespace,
+        identity,
+        lease_name: a.lease_name.clone(),
+        lease_duration: Duration::from_secs(a.lease_duration),
+        renew_every: Duration::from_secs(a.renew_every),
+        webhook_addr: a.webhook_address,
+        probe_addr: a.probe_address,
+        certificates,
+        endpoint,
+        webhook_config: a.webhook_config.clone(),
+    };
+    wlmap_controller::run(opts).map_err(|e| Failure::new(Code::Runtime, anyhow::anyhow!(e)))
+}
+
+fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_else(|_| "wlmap-controller".into())
+}

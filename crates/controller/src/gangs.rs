@@ -1,0 +1,142 @@
+//! The gang objects a workload needs, and what to do to get there from what exists: apply
+//! what is missing or different, delete what wlmap wrote for this workload and no longer
+//! needs, and leave alone what someone else wrote under the same name.
+
+use serde_json::Value;
+use std::collections::BTreeMap;
+use wlmap_engine::{Definition, MANAGED_BY, Object, SchedulerFormat, Workload};
+
+/// The scheduler formats the controller writes (KAI reads definitions itself, Kueue has no
+/// objects of its own, the v1alpha1 Workload API is gone from v1.37).
+pub const FORMATS: [SchedulerFormat; 3] = [
+    SchedulerFormat::Native,
+    SchedulerFormat::Coscheduling,
+    SchedulerFormat::Volcano,
+];
+
+/// The gang objects of a workload: one per group its spec predicts, plus one per group its
+/// pods fall in that the spec does not predict (pods already tagged with such a group must
+/// find it), with minimum counts from the spec.
+///
+/// ```
+/// use wlmap_engine::{Object, SchedulerFormat};
+/// let job = Object::new(serde_json::json!({"apiVersion": "batch/v1", "kind": "Job",
+///     "metadata": {"name": "train", "namespace": "ml", "uid": "j1"},
+///     "spec": {"parallelism": 3, "template": {"spec": {"containers": []}}}}));
+/// let reg = wlmap_catalog::registry().unwrap();
+/// let def = reg.for_kind(&job.gvk()).unwrap();
+/// let w = wlmap_engine::resolve(def, &job).unwrap();
+/// let objs = wlmap_controller::gangs::desired(def, &w, &job, &[], SchedulerFormat::Native).unwrap();
+/// assert_eq!(objs[0]["metadata"]["name"], "train-job");
+/// assert_eq!(objs[0]["spec"]["schedulingPolicy"]["gang"]["minCount"], 3);
+/// ```
+pub fn desired(
+    def: &Definition,
+    w: &Workload,
+    root: &Object,
+    pods: &[Object],
+    format: SchedulerFormat,
+) -> Result<Vec<Value>, wlmap_engine::Error> {
+    let mut groups = wlmap_engine::gangs(def, w, None)?;
+    if !pods.is_empty() {
+        for g in wlmap_engine::gangs(def, w, Some(pods))? {
+            if !groups.iter().any(|p| p.name == g.name) {
+                groups.push(g);
+            }
+        }
+    }
+    Ok(wlmap_engine::render_gangs(format, &groups, w, root).objects)
+}
+
+/// One write to make.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Action {
+    /// Server-side apply this object (create it, or take it to this state).
+    Apply(Value),
+    /// Delete the object of this name and uid (one wlmap wrote for this workload).
+    Delete {
+        /// Name.
+        name: String,
+        /// uid: the delete's precondition, so a newer object of the same name is kept.
+        uid: String,
+    },
+    /// An object of the wanted name exists and is not wlmap's: leave it (a native
+    /// integration, or another tool, takes precedence).
+    Conflict {
+        /// Name.
+        name: String,
+    },
+}
+
+/// True when wlmap wrote the object (it carries the managed-by label).
+///
+/// ```
+/// let o = serde_json::json!({"metadata": {"labels": {"app.kubernetes.io/managed-by": "wlmap"}}});
+/// assert!(wlmap_controller::gangs::is_ours(&o));
+/// assert!(!wlmap_controller::gangs::is_ours(&serde_json::json!({"metadata": {}})));
+/// ```
+pub fn is_ours(o: &Value) -> bool {
+    o.pointer("/metadata/labels")
+        .and_then(|l| l.get(MANAGED_BY.0))
+        .and_then(Value::as_str)
+        == Some(MANAGED_BY.1)
+}
+
+fn owned_by(o: &Value, uid: &str) -> bool {
+    o.pointer("/metadata/ownerReferences")
+        .and_then(Value::as_array)
+        .is_some_and(|refs| refs.iter().any(|r| r["uid"] == uid))
+}
+
+/// Does the existing object already say what the desired one says (spec, labels, owner)?
+fn holds(existing: &Value, want: &Value) -> bool {
+    let subset = |a: &Value, b: &Value| match (a.as_object(), b.as_object()) {
+        (Some(a), Some(b)) => a.iter().all(|(k, v)| b.get(k) == Some(v)),
+        _ => a.is_null(),
+    };
+    // A subset: the server fills in defaults the desired object does not name.
+    subset(&want["spec"], &existing["spec"])
+        && subset(&want["metadata"]["labels"], &existing["metadata"]["labels"])
+        && want["metadata"]["ownerReferences"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .all(|r| owned_by(existing, r["uid"].as_str().unwrap_or("")))
+}
+
+/// What to do for one workload: `desired` objects against the `existing` objects of the same
+/// kind in its namespace (by name).
+///
+/// ```
+/// use wlmap_controller::gangs::{Action, plan};
+/// let want = serde_json::json!({"metadata": {"name": "train-job"}, "spec": {"minMember": 3}});
+/// let theirs = serde_json::json!({"metadata": {"name": "train-job", "uid": "x"}, "spec": {"minMember": 2}});
+/// assert_eq!(plan(&[want.clone()], &[], "j1"), vec![Action::Apply(want.clone())]);
+/// assert_eq!(plan(&[want], &[theirs], "j1"), vec![Action::Conflict { name: "train-job".into() }]);
+/// ```
+pub fn plan(desired: &[Value], existing: &[Value], workload_uid: &str) -> Vec<Action> {
+    let name = |o: &Value| o["metadata"]["name"].as_str().unwrap_or("").to_string();
+    let by_name: BTreeMap<String, &Value> = existing.iter().map(|o| (name(o), o)).collect();
+    let mut out = Vec::new();
+    for want in desired {
+        match by_name.get(&name(want)) {
+            Some(e) if !is_ours(e) => out.push(Action::Conflict { name: name(want) }),
+            Some(e) if holds(e, want) => {}
+            _ => out.push(Action::Apply(want.clone())),
+        }
+    }
+    for e in existing {
+        let n = name(e);
+        if is_ours(e)
+            && owned_by(e, workload_uid)
+            && !desired.iter().any(|d| name(d) == n)
+            && e["metadata"]["deletionTimestamp"].is_null()
+        {
+            out.push(Action::Delete {
+                name: n,
+                uid: e["metadata"]["uid"].as_str().unwrap_or("").to_string(),
+            });
+        }
+    }
+    out
+}

@@ -1,0 +1,133 @@
+//! The controller's listeners: the webhook over TLS (`POST /mutate-pods`), and plain HTTP for
+//! probes and metrics (`/healthz`, `/readyz`, `/metrics`), as controller-runtime splits them.
+
+use crate::state::{Shared, log};
+use http::{Method, Request, Response, StatusCode};
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::{Bytes, Incoming};
+use hyper_util::rt::TokioIo;
+use serde_json::json;
+use std::sync::Arc;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio_rustls::TlsAcceptor;
+use tokio_rustls::rustls::ServerConfig;
+
+/// The webhook's path.
+pub const MUTATE_PODS: &str = "/mutate-pods";
+
+/// Reviews are small (one pod); anything bigger is refused before it is read.
+const MAX_BODY: usize = 4 << 20;
+
+type Body = Full<Bytes>;
+
+fn reply(status: StatusCode, content_type: &str, body: impl Into<Bytes>) -> Response<Body> {
+    let mut r = Response::new(Full::new(body.into()));
+    *r.status_mut() = status;
+    if let Ok(v) = content_type.parse() {
+        r.headers_mut().insert(http::header::CONTENT_TYPE, v);
+    }
+    r
+}
+
+/// Serve the webhook on `listener` with TLS until `stop` turns true.
+pub async fn webhook(
+    listener: TcpListener,
+    tls: Arc<ServerConfig>,
+    shared: Arc<Shared>,
+    mut stop: watch::Receiver<bool>,
+) {
+    let acceptor = TlsAcceptor::from(tls);
+    loop {
+        let accepted = tokio::select! {
+            a = listener.accept() => a,
+            _ = stop.changed() => return,
+        };
+        let Ok((tcp, _)) = accepted else { continue };
+        let (acceptor, shared) = (acceptor.clone(), shared.clone());
+        tokio::spawn(async move {
+            let Ok(stream) = acceptor.accept(tcp).await else {
+                return;
+            };
+            let svc = hyper::service::service_fn(move |req| {
+                let shared = shared.clone();
+                async move { Ok::<_, std::convert::Infallible>(mutate(&shared, req).await) }
+            });
+            let _ = hyper::server::conn::http1::Builder::new()
+                .serve_connection(TokioIo::new(stream), svc)
+                .await;
+        });
+    }
+}
+
+async fn mutate(shared: &Arc<Shared>, req: Request<Incoming>) -> Response<Body> {
+    if req.method() != Method::POST || req.uri().path() != MUTATE_PODS {
+        return reply(StatusCode::NOT_FOUND, "text/plain", "not found\n");
+    }
+    let body = match Limited::new(req.into_body(), MAX_BODY).collect().await {
+        Ok(b) => b.to_bytes(),
+        Err(e) => return reply(StatusCode::BAD_REQUEST, "text/plain", format!("{e}\n")),
+    };
+    let review: serde_json::Value = match serde_json::from_slice(&body) {
+        Ok(v) => v,
+        Err(e) => {
+            log(
+                "warning",
+                "a review that is not JSON",
+                json!({"error": e.to_string()}),
+            );
+            return reply(
+                StatusCode::BAD_REQUEST,
+                "text/plain",
+                format!("not JSON: {e}\n"),
+            );
+        }
+    };
+    let answer = crate::webhook::review(shared, &review).await;
+    reply(StatusCode::OK, "application/json", answer.to_string())
+}
+
+/// Serve probes and metrics on `listener` (plain HTTP) until `stop` turns true.
+pub async fn probes(listener: TcpListener, shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
+    loop {
+        let accepted = tokio::select! {
+            a = listener.accept() => a,
+            _ = stop.changed() => return,
+        };
+        let Ok((tcp, _)) = accepted else { continue };
+        let shared = shared.clone();
+        tokio::spawn(async move {
+            let svc = hyper::service::service_fn(move |req: Request<Incoming>| {
+                let shared = shared.clone();
+                async move { Ok::<_, std::convert::Infallible>(probe(&shared, req.uri().path())) }
+            });
+            let _ = hyper::server::conn::http1::Builder::new()
+                .serve_connection(TokioIo::new(tcp), svc)
+                .await;
+        });
+    }
+}
+
+fn probe(shared: &Shared, path: &str) -> Response<Body> {
+    match path {
+        "/healthz" => reply(StatusCode::OK, "text/plain", "ok\n"),
+        "/readyz" if shared.ready() => reply(StatusCode::OK, "text/plain", "ok\n"),
+        "/readyz" => reply(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "text/plain",
+            "not ready: the inventory is still being listed\n",
+        ),
+        "/metrics" => {
+            shared
+                .metrics
+                .workloads
+                .set(shared.read_feed().inventory.workloads().count() as i64);
+            reply(
+                StatusCode::OK,
+                "application/openmetrics-text; version=1.0.0; charset=utf-8",
+                shared.metrics.render(),
+            )
+        }
+        _ => reply(StatusCode::NOT_FOUND, "text/plain", "not found\n"),
+    }
+}

@@ -1,0 +1,145 @@
+//! What the controller's tasks share: the live inventory, the gang objects that exist, the
+//! queue of workloads to reconcile, and who is leader.
+
+use crate::metrics::Metrics;
+use crate::run::Options;
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, RwLock};
+use tokio::sync::Notify;
+use wlmap_engine::Registry;
+use wlmap_inventory::{Feed, ObjectKey};
+use wlmap_kube::Kind;
+
+/// Shared state. Locks are `std` locks held for in-memory work only, never across an await.
+pub struct Shared {
+    /// How the controller was started.
+    pub opts: Options,
+    /// The API client (requests); watches use their own with a longer read timeout.
+    pub client: kube::Client,
+    /// The definitions in force (catalog plus cluster Kartas).
+    pub registry: RwLock<Registry>,
+    /// Wakes the workload watch when the definitions change.
+    pub definitions_changed: Notify,
+    /// The live inventory, fed by the workload watches.
+    pub feed: RwLock<Feed>,
+    /// The kinds watched (for fetching an owner the webhook has not seen yet).
+    pub kinds: RwLock<Vec<Kind>>,
+    /// The gang objects of the configured format that exist, by (namespace, name).
+    pub gang_objects: RwLock<BTreeMap<(String, String), Value>>,
+    /// Conflicts already reported, so each is said once.
+    pub conflicts: Mutex<BTreeSet<(ObjectKey, String)>>,
+    queue: Mutex<BTreeSet<ObjectKey>>,
+    queued: Notify,
+    leader: AtomicBool,
+    /// Set once the TLS listener and every watch are up.
+    pub webhook_ready: AtomicBool,
+    /// The controller's metrics.
+    pub metrics: Metrics,
+    /// Publishes Kubernetes events.
+    pub recorder: kube::runtime::events::Recorder,
+}
+
+impl Shared {
+    /// Shared state for a controller with these options and definitions.
+    pub fn new(opts: Options, client: kube::Client, registry: Registry) -> Shared {
+        let reporter = kube::runtime::events::Reporter {
+            controller: "wlmap-controller".into(),
+            instance: Some(opts.identity.clone()),
+        };
+        Shared {
+            recorder: kube::runtime::events::Recorder::new(client.clone(), reporter),
+            opts,
+            client,
+            feed: RwLock::new(Feed::new(registry.clone(), vec![])),
+            registry: RwLock::new(registry),
+            definitions_changed: Notify::new(),
+            kinds: RwLock::new(vec![]),
+            gang_objects: RwLock::new(BTreeMap::new()),
+            conflicts: Mutex::new(BTreeSet::new()),
+            queue: Mutex::new(BTreeSet::new()),
+            queued: Notify::new(),
+            leader: AtomicBool::new(false),
+            webhook_ready: AtomicBool::new(false),
+            metrics: Metrics::new(),
+        }
+    }
+
+    /// Ask for these workloads to be reconciled (a key given twice is reconciled once).
+    pub fn enqueue(&self, keys: impl IntoIterator<Item = ObjectKey>) {
+        let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
+        let before = q.len();
+        q.extend(keys);
+        if q.len() > before {
+            self.queued.notify_one();
+        }
+    }
+
+    /// The next workload to reconcile, waiting for one.
+    pub async fn next(&self) -> ObjectKey {
+        loop {
+            let popped = self
+                .queue
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .pop_first();
+            if let Some(k) = popped {
+                return k;
+            }
+            self.queued.notified().await;
+        }
+    }
+
+    /// Every top-level workload, queued (on becoming leader, on a full relist).
+    pub fn enqueue_all(&self) {
+        let keys: Vec<ObjectKey> = self
+            .read_feed()
+            .inventory
+            .workloads()
+            .map(|e| e.key.clone())
+            .collect();
+        self.enqueue(keys);
+    }
+
+    /// The inventory, to read.
+    pub fn read_feed(&self) -> std::sync::RwLockReadGuard<'_, Feed> {
+        self.feed.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The inventory, to change.
+    pub fn write_feed(&self) -> std::sync::RwLockWriteGuard<'_, Feed> {
+        self.feed.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// True while this replica holds the Lease.
+    pub fn is_leader(&self) -> bool {
+        self.leader.load(Ordering::SeqCst)
+    }
+
+    /// Record leadership; true when it changed.
+    pub fn set_leader(&self, leader: bool) -> bool {
+        self.metrics.leader.set(i64::from(leader));
+        self.leader.swap(leader, Ordering::SeqCst) != leader
+    }
+
+    /// Ready to answer reviews: the listener is up and the inventory is listed.
+    pub fn ready(&self) -> bool {
+        self.webhook_ready.load(Ordering::SeqCst) && self.read_feed().is_synced()
+    }
+}
+
+/// Log one structured line (JSON) to stderr.
+pub fn log(level: &str, msg: &str, fields: Value) {
+    let mut line = serde_json::json!({
+        "ts": k8s_openapi::jiff::Timestamp::now().to_string(),
+        "level": level,
+        "msg": msg,
+    });
+    if let (Some(l), Some(f)) = (line.as_object_mut(), fields.as_object()) {
+        for (k, v) in f {
+            l.insert(k.clone(), v.clone());
+        }
+    }
+    eprintln!("{line}");
+}

@@ -1,0 +1,145 @@
+//! The pod admission webhook: place each pod being created in its workload's group and
+//! answer with the patch that tags it. It lets every pod through: one it cannot place goes
+//! unchanged, counted in a metric, with an event on its workload and a warning to the client.
+
+use crate::admission::{already_grouped, answer, patch, pod_of};
+use crate::metrics::Metrics;
+use crate::state::{Shared, log};
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use wlmap_engine::{MAX_OWNER_DEPTH, Object};
+use wlmap_inventory::{OwnerRef, Placement};
+use wlmap_schema::GroupKind;
+
+/// How long the webhook waits for an owner it has not seen (the API server gives the whole
+/// review a couple of seconds).
+const FETCH_TIMEOUT: Duration = Duration::from_millis(800);
+
+/// Answer one AdmissionReview.
+pub async fn review(shared: &Arc<Shared>, review: &Value) -> Value {
+    let start = Instant::now();
+    let (result, answer) = decide(shared, review).await;
+    Metrics::count(&shared.metrics.admissions, "result", result);
+    shared
+        .metrics
+        .admission_duration
+        .observe(start.elapsed().as_secs_f64());
+    answer
+}
+
+async fn decide(shared: &Arc<Shared>, review: &Value) -> (&'static str, Value) {
+    let format = shared.opts.format;
+    let Some(pod) = pod_of(review) else {
+        return ("not_a_pod", answer(review, None, None));
+    };
+    if already_grouped(&pod, format) {
+        return ("already_grouped", answer(review, None, None));
+    }
+    // Each missing owner fetched brings the walk one step up; the chain is at most this long.
+    for _ in 0..=MAX_OWNER_DEPTH {
+        let placement = shared.read_feed().inventory.index().place_pod(&pod, format);
+        match placement {
+            Placement::Group { tags, .. } => {
+                let p = patch(pod.json(), &tags);
+                return ("grouped", answer(review, Some(&p), None));
+            }
+            Placement::NoWorkload | Placement::NoGangs { .. } => {
+                return ("no_gang", answer(review, None, None));
+            }
+            Placement::Unplaced { workload, why } => {
+                let root = shared
+                    .read_feed()
+                    .inventory
+                    .index()
+                    .object(&workload)
+                    .cloned();
+                return unplaced(shared, review, "not_placed", &why, root);
+            }
+            Placement::MissingOwner(r) => match fetch(shared, &r).await {
+                Ok(owner) => {
+                    let changes = shared.write_feed().inventory.apply(owner);
+                    shared.enqueue(changes.into_iter().map(|c| c.key));
+                }
+                Err(why) => return unplaced(shared, review, "owner_not_found", &why, None),
+            },
+        }
+    }
+    unplaced(
+        shared,
+        review,
+        "owner_not_found",
+        "the owner chain is too long",
+        None,
+    )
+}
+
+/// Let the pod through without a group: count it, log it, and say so on its workload.
+fn unplaced(
+    shared: &Arc<Shared>,
+    review: &Value,
+    reason: &'static str,
+    why: &str,
+    workload: Option<Object>,
+) -> (&'static str, Value) {
+    Metrics::count(&shared.metrics.pods_unplaced, "reason", reason);
+    let pod = &review["request"]["object"]["metadata"];
+    let name = pod["name"]
+        .as_str()
+        .or(pod["generateName"].as_str())
+        .unwrap_or("");
+    let ns = review["request"]["namespace"].as_str().unwrap_or("");
+    let note = format!("pod {ns}/{name} admitted without a scheduling group: {why}");
+    log("warning", &note, json!({"reason": reason}));
+    if let Some(root) = workload {
+        let (shared, note) = (shared.clone(), note.clone());
+        // The review is answered now; the event follows.
+        tokio::spawn(async move {
+            crate::run::event(&shared, &root, "Warning", "PodNotGrouped", "Admit", &note).await;
+        });
+    }
+    (
+        "unplaced",
+        answer(review, None, Some(&format!("wlmap: {note}"))),
+    )
+}
+
+/// Get an owner the inventory does not hold yet (created a moment ago; its watch event is
+/// on its way), if it is the object the reference names.
+async fn fetch(shared: &Shared, r: &OwnerRef) -> Result<Object, String> {
+    let gk = GroupKind::from_api_version(&r.api_version, &r.kind);
+    let kind = shared
+        .kinds
+        .read()
+        .unwrap_or_else(|e| e.into_inner())
+        .iter()
+        .find(|k| k.resource.group == gk.group && k.resource.kind == gk.kind)
+        .cloned()
+        .ok_or_else(|| format!("{} is not watched", r.kind))?;
+    let api: kube::Api<kube::api::DynamicObject> = if kind.namespaced {
+        kube::Api::namespaced_with(shared.client.clone(), &r.namespace, &kind.resource)
+    } else {
+        kube::Api::all_with(shared.client.clone(), &kind.resource)
+    };
+    let got = tokio::time::timeout(FETCH_TIMEOUT, api.get_opt(&r.name))
+        .await
+        .map_err(|_| {
+            format!(
+                "{} {} did not come within {FETCH_TIMEOUT:?}",
+                r.kind, r.name
+            )
+        })?
+        .map_err(|e| format!("get {} {}: {e}", r.kind, r.name))?
+        .ok_or_else(|| format!("{} {} does not exist", r.kind, r.name))?;
+    if got.metadata.uid.as_deref() != Some(r.uid.as_str()) {
+        return Err(format!(
+            "{} {} is another object than the pod's owner",
+            r.kind, r.name
+        ));
+    }
+    let mut v = serde_json::to_value(got).map_err(|e| e.to_string())?;
+    v["apiVersion"] = Value::from(kind.resource.api_version.clone());
+    v["kind"] = Value::from(kind.resource.kind.clone());
+    wlmap_inventory::trim(&mut v);
+    Ok(Object::new(v))
+}

@@ -1,0 +1,134 @@
+//! An inventory fed by watches: one stream of events per kind, each kind listed first (and
+//! listed again whenever its watch cannot resume), then its changes.
+
+use crate::inventory::{Change, Inventory};
+use crate::key::ObjectKey;
+use std::collections::{BTreeMap, BTreeSet};
+use wlmap_engine::{Object, Registry};
+use wlmap_schema::GroupKind;
+
+/// One watch event, for the kind at an index of the kinds fed.
+#[derive(Debug)]
+pub enum Event {
+    /// The kind's objects are about to be listed anew.
+    Relisting(usize),
+    /// An object as it now is (created, changed, or listed during a relist).
+    Applied(usize, Object),
+    /// An object deleted, as it was last.
+    Deleted(usize, Object),
+    /// The listing that `Relisting` began is complete.
+    Listed(usize),
+}
+
+/// What an event did to the feed.
+#[derive(Debug, PartialEq)]
+pub enum Fed {
+    /// Not every kind has been listed yet (or the kind is being relisted).
+    Listing,
+    /// Every kind has now been listed, for the first time.
+    Synced,
+    /// These keys changed: the object, its owners, the workloads whose view changed.
+    Touched(Vec<ObjectKey>),
+}
+
+/// The live inventory as watches feed it: a kind being relisted is buffered until its
+/// listing completes (then its objects replace the kind's), and every event says which keys
+/// it touched once every kind has been listed.
+///
+/// ```
+/// use wlmap_inventory::{Feed, FeedEvent, Fed};
+/// let job = wlmap_engine::Object::new(serde_json::json!({"apiVersion": "batch/v1", "kind": "Job",
+///     "metadata": {"name": "train", "namespace": "ml", "uid": "j1"}, "spec": {}}));
+/// let mut feed = Feed::new(wlmap_catalog::registry().unwrap(), vec![wlmap_schema::GroupKind::new("batch", "Job")]);
+/// assert_eq!(feed.on(FeedEvent::Relisting(0)), Fed::Listing);
+/// assert_eq!(feed.on(FeedEvent::Applied(0, job.clone())), Fed::Listing);
+/// assert_eq!(feed.on(FeedEvent::Listed(0)), Fed::Synced);
+/// assert_eq!(feed.inventory.workloads().count(), 1);
+/// assert!(matches!(feed.on(FeedEvent::Deleted(0, job)), Fed::Touched(_)));
+/// assert_eq!(feed.inventory.workloads().count(), 0);
+/// ```
+pub struct Feed {
+    kinds: Vec<GroupKind>,
+    /// The inventory the events build.
+    pub inventory: Inventory,
+    /// Objects of a kind being relisted, until its listing completes.
+    relisting: BTreeMap<usize, Vec<Object>>,
+    /// Kinds listed at least once.
+    listed: BTreeSet<usize>,
+    synced: bool,
+}
+
+impl Feed {
+    /// A feed of these kinds (events name them by index) with these definitions.
+    pub fn new(registry: Registry, kinds: Vec<GroupKind>) -> Feed {
+        Feed {
+            kinds,
+            inventory: Inventory::new(registry),
+            relisting: BTreeMap::new(),
+            listed: BTreeSet::new(),
+            synced: false,
+        }
+    }
+
+    /// True once every kind has been listed.
+    ///
+    /// ```
+    /// let feed = wlmap_inventory::Feed::new(Default::default(), vec![]);
+    /// assert!(!feed.is_synced());
+    /// ```
+    pub fn is_synced(&self) -> bool {
+        self.synced
+    }
+
+    /// Take one event.
+    pub fn on(&mut self, ev: Event) -> Fed {
+        let touched: Vec<ObjectKey> = match ev {
+            Event::Relisting(i) => {
+                self.relisting.insert(i, Vec::new());
+                return Fed::Listing;
+            }
+            Event::Applied(i, o) => {
+                if let Some(buf) = self.relisting.get_mut(&i) {
+                    buf.push(o);
+                    return Fed::Listing;
+                }
+                let key = ObjectKey::of(&o);
+                let changes = self.inventory.apply(o);
+                self.related(&key, changes)
+            }
+            Event::Deleted(_, o) => {
+                let key = ObjectKey::of(&o);
+                let owners = self.inventory.index().owners(&key);
+                let changes = self.inventory.delete(&key);
+                let mut keys = self.related(&key, changes);
+                keys.extend(owners);
+                keys
+            }
+            Event::Listed(i) => {
+                let objects = self.relisting.remove(&i).unwrap_or_default();
+                let Some(kind) = self.kinds.get(i) else {
+                    return Fed::Listing;
+                };
+                let changes = self.inventory.replace_kind(kind, objects);
+                self.listed.insert(i);
+                changes.into_iter().map(|c| c.key).collect()
+            }
+        };
+        if self.synced {
+            return Fed::Touched(touched);
+        }
+        if self.listed.len() == self.kinds.len() {
+            self.synced = true;
+            return Fed::Synced;
+        }
+        Fed::Listing
+    }
+
+    /// The keys an event touches: the object, its owners, and the workloads that changed.
+    fn related(&self, key: &ObjectKey, changes: Vec<Change>) -> Vec<ObjectKey> {
+        let mut keys = vec![key.clone()];
+        keys.extend(self.inventory.index().owners(key));
+        keys.extend(changes.into_iter().map(|c| c.key));
+        keys
+    }
+}

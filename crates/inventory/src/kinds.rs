@@ -1,0 +1,61 @@
+//! Which kinds to watch to keep every workload of a registry's kinds whole: the roots, the
+//! kinds their definitions create that may own pods (the owner chains), and pods.
+
+use std::collections::BTreeSet;
+use wlmap_engine::Registry;
+use wlmap_schema::GroupVersionKind;
+
+/// Kinds that definitions list as children (for RBAC and owner walks) but that never own pods:
+/// a cluster-wide view has no use for them, and listing Secrets would read every secret in
+/// the cluster.
+const NEVER_OWN_PODS: &[(&str, &str)] = &[
+    ("", "Secret"),
+    ("", "ConfigMap"),
+    ("", "Service"),
+    ("", "Endpoints"),
+    ("", "PersistentVolumeClaim"),
+    ("", "ServiceAccount"),
+    ("autoscaling", "HorizontalPodAutoscaler"),
+    ("policy", "PodDisruptionBudget"),
+    ("networking.k8s.io", "Ingress"),
+    ("networking.k8s.io", "NetworkPolicy"),
+    ("discovery.k8s.io", "EndpointSlice"),
+    ("rbac.authorization.k8s.io", "Role"),
+    ("rbac.authorization.k8s.io", "RoleBinding"),
+];
+
+/// False for kinds that never own pods (Secrets, Services, ...).
+///
+/// ```
+/// use wlmap_schema::GroupVersionKind;
+/// assert!(wlmap_inventory::may_own_pods(&GroupVersionKind::new("batch", "v1", "Job")));
+/// assert!(!wlmap_inventory::may_own_pods(&GroupVersionKind::new("", "v1", "Secret")));
+/// ```
+pub fn may_own_pods(g: &GroupVersionKind) -> bool {
+    !NEVER_OWN_PODS
+        .iter()
+        .any(|(group, kind)| g.group == *group && g.kind == *kind)
+}
+
+/// The kinds to watch for every workload of these roots: each root, what its definition
+/// creates that may own pods, and pods.
+///
+/// ```
+/// let reg = wlmap_catalog::registry().unwrap();
+/// let jobset = wlmap_schema::GroupVersionKind::new("jobset.x-k8s.io", "v1alpha2", "JobSet");
+/// let kinds = wlmap_inventory::kinds_to_watch(&reg, &[jobset.clone()]);
+/// assert!(kinds.contains(&jobset));
+/// assert!(kinds.contains(&wlmap_schema::GroupVersionKind::new("batch", "v1", "Job")));
+/// assert!(kinds.contains(&wlmap_schema::GroupVersionKind::new("", "v1", "Pod")));
+/// ```
+pub fn kinds_to_watch(reg: &Registry, roots: &[GroupVersionKind]) -> BTreeSet<GroupVersionKind> {
+    let mut want: BTreeSet<GroupVersionKind> = BTreeSet::new();
+    for r in roots {
+        want.insert(r.clone());
+        if let Some(d) = reg.for_kind(r) {
+            want.extend(d.child_kinds().into_iter().filter(may_own_pods));
+        }
+    }
+    want.insert(GroupVersionKind::new("", "v1", "Pod"));
+    want
+}
