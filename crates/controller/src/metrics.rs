@@ -25,6 +25,9 @@ pub struct Metrics {
     pub reconciles: Family<Labels, Counter>,
     /// Gang object writes, by action: `apply`, `delete`.
     pub writes: Family<Labels, Counter>,
+    /// Pods of workloads with gang instructions that carry no group (created while the
+    /// webhook was unreachable, or let through unplaced), as of the last reconcile of each.
+    pub pods_ungrouped: Gauge,
     /// 1 while this replica holds the leader Lease.
     pub leader: Gauge,
     /// Top-level workloads in the live inventory.
@@ -54,7 +57,8 @@ impl Metrics {
         let writes = Family::<Labels, Counter>::default();
         // 50 µs to about 1.6 s.
         let admission_duration = Histogram::new(exponential_buckets(0.00005, 2.0, 16));
-        let (leader, workloads) = (Gauge::default(), Gauge::default());
+        let (leader, workloads, pods_ungrouped) =
+            (Gauge::default(), Gauge::default(), Gauge::default());
         registry.register(
             "wlmap_admission_requests",
             "Pod admission reviews answered, by result",
@@ -82,6 +86,11 @@ impl Metrics {
             writes.clone(),
         );
         registry.register(
+            "wlmap_controller_pods_ungrouped",
+            "Pods of workloads with gang instructions that carry no scheduling group",
+            pods_ungrouped.clone(),
+        );
+        registry.register(
             "wlmap_controller_leader",
             "1 while this replica holds the leader Lease",
             leader.clone(),
@@ -98,6 +107,7 @@ impl Metrics {
             pods_unplaced,
             reconciles,
             writes,
+            pods_ungrouped,
             leader,
             workloads,
         }

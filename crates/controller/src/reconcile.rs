@@ -1,6 +1,7 @@
 //! One workload's gang objects brought to what its definition says: computed from the live
 //! inventory, compared with the gang objects that exist, written by server-side apply.
 
+use crate::admission::already_grouped;
 use crate::gangs::{Action, desired, plan};
 use crate::metrics::Metrics;
 use crate::state::{Shared, log};
@@ -78,20 +79,41 @@ pub async fn worker(shared: Arc<Shared>) {
 /// Reconcile one workload.
 pub async fn reconcile(shared: &Shared, key: &ObjectKey) -> Result<Outcome, String> {
     let format = shared.opts.format;
-    let (want, root) = {
+    let (want, root, ungrouped) = {
         let feed = shared.read_feed();
-        let Some(e) = feed.inventory.workload(key) else {
+        let Some(e) = feed
+            .inventory
+            .workload(key)
+            .filter(|e| e.definition.has_gangs())
+        else {
+            count_ungrouped(shared, key, 0);
             return Ok(Outcome::Unchanged);
         };
-        if !e.definition.has_gangs() {
-            return Ok(Outcome::Unchanged);
-        }
         let w = e.result.as_ref().map_err(|err| err.to_string())?;
         let pods = feed.inventory.index().pods_below(key);
         let want =
             desired(&e.definition, w, &e.object, &pods, format).map_err(|e| e.to_string())?;
-        (want, e.object.clone())
+        let ungrouped = pods
+            .iter()
+            .filter(|p| !already_grouped(p, format) && !finished(p))
+            .count();
+        (want, e.object.clone(), ungrouped)
     };
+    if count_ungrouped(shared, key, ungrouped) {
+        let note = format!(
+            "{ungrouped} pod(s) carry no scheduling group (created while the webhook was unreachable): the scheduler places them one by one"
+        );
+        log("warning", &note, json!({"workload": key.to_string()}));
+        crate::run::event(
+            shared,
+            &root,
+            "Warning",
+            "PodsWithoutGroup",
+            "Reconcile",
+            &note,
+        )
+        .await;
+    }
     let uid = root.uid().to_string();
     let ns = root.namespace().to_string();
     let existing: Vec<Value> = {
@@ -151,6 +173,30 @@ pub async fn reconcile(shared: &Shared, key: &ObjectKey) -> Result<Outcome, Stri
         }
     }
     Ok(outcome)
+}
+
+/// A pod that has run its course (its group no longer matters).
+fn finished(p: &wlmap_engine::Object) -> bool {
+    matches!(
+        p.json()["status"]["phase"].as_str(),
+        Some("Succeeded" | "Failed")
+    )
+}
+
+/// Record a workload's pods without a group; true when it has some and had none before
+/// (the moment to say so).
+fn count_ungrouped(shared: &Shared, key: &ObjectKey, n: usize) -> bool {
+    let mut m = shared.ungrouped.lock().unwrap_or_else(|e| e.into_inner());
+    let before = if n == 0 {
+        m.remove(key).unwrap_or(0)
+    } else {
+        m.insert(key.clone(), n).unwrap_or(0)
+    };
+    shared
+        .metrics
+        .pods_ungrouped
+        .set(m.values().sum::<usize>() as i64);
+    n > 0 && before == 0
 }
 
 fn owned_by(o: &Value, uid: &str) -> bool {

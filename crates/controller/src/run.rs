@@ -131,7 +131,8 @@ async fn main(opts: Options) -> Result<(), String> {
         .store(true, std::sync::atomic::Ordering::SeqCst);
     tokio::spawn(watch_workloads(shared.clone(), watch_client.clone()));
     tokio::spawn(watch_gang_objects(shared.clone(), watch_client.clone()));
-    tokio::spawn(watch_kartas(shared.clone(), watch_client, kartas));
+    tokio::spawn(watch_kartas(shared.clone(), watch_client.clone(), kartas));
+    tokio::spawn(watch_crds(shared.clone(), watch_client));
     tokio::spawn(crate::reconcile::worker(shared.clone()));
     let elector = Elector::new(
         kube::Api::namespaced(client.clone(), &opts.namespace),
@@ -393,6 +394,14 @@ async fn list_kartas(client: &kube::Client) -> BTreeMap<String, Value> {
             .filter_map(|k| serde_json::to_value(k).ok())
             .map(|v| (v["metadata"]["name"].as_str().unwrap_or("").to_string(), v))
             .collect(),
+        Err(kube::Error::Api(s)) if s.code == 404 => {
+            log(
+                "info",
+                "the kartas.run.ai CRD is not installed: the catalog's definitions only",
+                json!({}),
+            );
+            BTreeMap::new()
+        }
         Err(e) => {
             log(
                 "warning",
@@ -459,13 +468,7 @@ async fn watch_kartas(
             }
             WatchEvent::Listed(_) => kartas = listing.take().unwrap_or_default(),
             WatchEvent::Failed(_, e) => {
-                if said.insert(e.to_string()) {
-                    log(
-                        "warning",
-                        "watch of kartas.run.ai failed (retrying)",
-                        json!({"error": e.to_string()}),
-                    );
-                }
+                warn_once(&mut said, "watch of kartas.run.ai failed (retrying)", &e);
             }
         }
         if spec_of(&kartas) != before {
@@ -476,6 +479,38 @@ async fn watch_kartas(
             );
             *shared.registry.write().unwrap_or_else(|e| e.into_inner()) = registry_of(&kartas);
             shared.definitions_changed.notify_one();
+        }
+    }
+}
+
+/// Follow CustomResourceDefinitions: a kind a definition names may be served only later
+/// (its CRD installed after the controller started), or no longer.
+async fn watch_crds(shared: Arc<Shared>, client: kube::Client) {
+    let kind = Kind {
+        resource: ApiResource::from_gvk_with_plural(
+            &kube::api::GroupVersionKind::gvk(
+                "apiextensions.k8s.io",
+                "v1",
+                "CustomResourceDefinition",
+            ),
+            "customresourcedefinitions",
+        ),
+        namespaced: false,
+    };
+    let mut stream = wlmap_kube::watch_stream(&client, "", &[kind], None);
+    let mut listed = false;
+    let mut said = std::collections::BTreeSet::new();
+    while let Some(ev) = stream.next().await {
+        match ev {
+            WatchEvent::Listed(_) => listed = true,
+            // Established or gone: the kinds to watch may differ.
+            WatchEvent::Applied(..) | WatchEvent::Deleted(..) if listed => {
+                shared.definitions_changed.notify_one();
+            }
+            WatchEvent::Failed(_, e) => {
+                warn_once(&mut said, "watch of CRDs failed (retrying)", &e);
+            }
+            _ => {}
         }
     }
 }
@@ -584,13 +619,7 @@ fn on_workload_event(
         WatchEvent::Deleted(i, v) => FeedEvent::Deleted(i, object(v)),
         WatchEvent::Listed(i) => FeedEvent::Listed(i),
         WatchEvent::Failed(_, e) => {
-            if said.insert(e.to_string()) {
-                log(
-                    "warning",
-                    "a watch failed (retrying)",
-                    json!({"error": e.to_string()}),
-                );
-            }
+            warn_once(said, "a watch failed (retrying)", &e);
             return;
         }
     };
@@ -667,13 +696,7 @@ async fn watch_gang_objects(shared: Arc<Shared>, watch_client: kube::Client) {
                 shared.enqueue_all();
             }
             WatchEvent::Failed(_, e) => {
-                if said.insert(e.to_string()) {
-                    log(
-                        "warning",
-                        "watch of gang objects failed (retrying)",
-                        json!({"error": e.to_string()}),
-                    );
-                }
+                warn_once(&mut said, "watch of gang objects failed (retrying)", &e);
             }
         }
     }
@@ -687,4 +710,12 @@ fn owner_key(v: &Value) -> Option<ObjectKey> {
         GroupKind::from_api_version(r["apiVersion"].as_str()?, r["kind"].as_str()?),
         r["name"].as_str()?,
     ))
+}
+
+/// Log a failure once per distinct message (a failing watch is retried with backoff and
+/// would otherwise say the same thing at every attempt).
+fn warn_once(said: &mut std::collections::BTreeSet<String>, msg: &str, e: &wlmap_kube::Error) {
+    if said.insert(e.to_string()) {
+        log("warning", msg, json!({"error": e.to_string()}));
+    }
 }

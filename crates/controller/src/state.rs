@@ -30,6 +30,8 @@ pub struct Shared {
     pub gang_objects: RwLock<BTreeMap<(String, String), Value>>,
     /// Conflicts already reported, so each is said once.
     pub conflicts: Mutex<BTreeSet<(ObjectKey, String)>>,
+    /// Pods without a group, per workload, as of its last reconcile.
+    pub ungrouped: Mutex<BTreeMap<ObjectKey, usize>>,
     queue: Mutex<BTreeSet<ObjectKey>>,
     queued: Notify,
     leader: AtomicBool,
@@ -58,6 +60,7 @@ impl Shared {
             kinds: RwLock::new(vec![]),
             gang_objects: RwLock::new(BTreeMap::new()),
             conflicts: Mutex::new(BTreeSet::new()),
+            ungrouped: Mutex::new(BTreeMap::new()),
             queue: Mutex::new(BTreeSet::new()),
             queued: Notify::new(),
             leader: AtomicBool::new(false),

@@ -149,6 +149,48 @@ impl Testbed {
         }
     }
 
+    /// Restart the API server (same flags, same etcd) and wait until it answers again.
+    pub fn restart_api_server(&self) {
+        let restart = std::env::var("WLMAP_TESTBED_RESTART_APISERVER").expect("restart script");
+        let dir = std::env::var("WLMAP_TESTBED_DIR").expect("testbed dir");
+        let r = run(&restart, &[&dir, "1"], None);
+        assert!(
+            r.status.success(),
+            "restart: {}",
+            String::from_utf8_lossy(&r.stderr)
+        );
+    }
+
+    /// Create a namespace unless it exists.
+    pub fn namespace(&self, name: &str) {
+        let ns = serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
+        self.kubectl(&["apply", "-f", "-"], Some(&ns.to_string()));
+    }
+
+    /// The pods of a namespace, as the API server has them.
+    pub fn pods(&self, ns: &str) -> Vec<Value> {
+        self.get_json(&["get", "pods", "-n", ns])["items"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    /// The scheduler's verdict on a v1.37 PodGroup (`PodGroupInitiallyScheduled`): `Some(true)`
+    /// placed, `Some(false)` tried and found unschedulable, `None` not yet tried.
+    pub fn pod_group_scheduled(&self, ns: &str, name: &str) -> Option<bool> {
+        let g = self.get_json(&[
+            "get",
+            &format!("podgroups.scheduling.k8s.io/{name}"),
+            "-n",
+            ns,
+        ]);
+        g["status"]["conditions"]
+            .as_array()?
+            .iter()
+            .find(|c| c["type"] == "PodGroupInitiallyScheduled")
+            .map(|c| c["status"] == "True")
+    }
+
     /// Apply a manifest file.
     pub fn apply_file(&self, path: &Path) {
         self.kubectl(&["apply", "-f", path.to_str().expect("utf8 path")], None);
@@ -440,4 +482,40 @@ impl Drop for FaultProxy {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// A container asking for `gpus` GPUs (requests = limits, as the device plugin requires), one
+/// CPU and 1 GiB; no GPU resource at all when `gpus` is 0.
+pub fn gpu_container(gpus: u32) -> Value {
+    let mut r = serde_json::json!({"cpu": "1", "memory": "1Gi"});
+    if gpus > 0 {
+        r["nvidia.com/gpu"] = Value::from(gpus.to_string());
+    }
+    serde_json::json!({"name": "main", "image": "registry.k8s.io/pause:3.10",
+        "resources": {"requests": r, "limits": r}})
+}
+
+/// A RayCluster `tune` in `ns` as a user writes it for the KubeRay operator: a CPU-only head
+/// and two workers of `worker_gpus` GPUs each, all kept on the node pool `pool`.
+pub fn raycluster(ns: &str, pool: &str, worker_gpus: u32) -> Value {
+    let template = |gpus: u32| {
+        let mut c = gpu_container(gpus);
+        c["name"] = Value::from("ray");
+        c["image"] = Value::from("rayproject/ray:2.46.0");
+        serde_json::json!({"spec": {"nodeSelector": {"wlmap.test/pool": pool}, "containers": [c]}})
+    };
+    serde_json::json!({"apiVersion": "ray.io/v1", "kind": "RayCluster",
+        "metadata": {"name": "tune", "namespace": ns},
+        "spec": {"rayVersion": "2.46.0",
+            "headGroupSpec": {"rayStartParams": {}, "template": template(0)},
+            "workerGroupSpecs": [{"groupName": "gpu", "replicas": 2, "minReplicas": 0,
+                "maxReplicas": 4, "rayStartParams": {}, "template": template(worker_gpus)}]}})
+}
+
+/// Panic unless the testbed runs this operator (`WLMAP_TESTBED_OPERATORS`).
+pub fn require_operator(name: &str) {
+    assert!(
+        std::env::var("WLMAP_TESTBED_OPERATORS").is_ok_and(|o| o.split(',').any(|x| x == name)),
+        "needs a testbed started with WLMAP_TESTBED_OPERATORS={name}"
+    );
 }

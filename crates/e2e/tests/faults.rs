@@ -147,10 +147,7 @@ fn cluster_faults_are_retried_bounded_and_never_partial() {
         );
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
-    let dir = std::env::var("WLMAP_TESTBED_DIR").expect("WLMAP_TESTBED_DIR");
-    let restart = std::env::var("WLMAP_TESTBED_RESTART_APISERVER").expect("restart script");
-    let r = wlmap_e2e::run(&restart, &[&dir, "1"], None);
-    assert!(r.status.success(), "restart: {}", stderr(&r));
+    tb.restart_api_server();
     let o = child.wait_with_output().expect("wlmap");
     assert_eq!(names(&o), all, "complete after the restart");
     let log = proxy.log();

@@ -7,9 +7,7 @@
 
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
-use wlmap_e2e::{Testbed, json};
-
-const NEEDS: &str = "needs the scheduling testbed: WLMAP_TESTBED_OPERATORS=kuberay testbed/with-testbed.sh cargo test -p wlmap-e2e --test scheduling -- --include-ignored";
+use wlmap_e2e::{Testbed, gpu_container, json};
 
 fn testbed() -> Testbed {
     let tb = Testbed::from_env();
@@ -25,19 +23,10 @@ fn namespace(tb: &Testbed, ns: &str) {
     tb.kubectl(&["create", "namespace", ns], None);
 }
 
-/// A container asking for `gpus` GPUs (requests = limits, as the device plugin requires).
-fn gpu_container(gpus: u32) -> Value {
-    let r = json!({"cpu": "1", "memory": "1Gi", "nvidia.com/gpu": gpus.to_string()});
-    json!({"name": "main", "image": "registry.k8s.io/pause:3.10",
-        "resources": {"requests": r, "limits": r}})
-}
-
 /// Pods of a namespace by name: node name (None while unbound) and phase.
 fn pods(tb: &Testbed, ns: &str) -> BTreeMap<String, (Option<String>, String)> {
-    tb.get_json(&["get", "pods", "-n", ns])["items"]
-        .as_array()
-        .into_iter()
-        .flatten()
+    tb.pods(ns)
+        .iter()
         .map(|p| {
             let name = p["metadata"]["name"].as_str().unwrap_or("").to_string();
             let node = p["spec"]["nodeName"].as_str().map(String::from);
@@ -148,12 +137,7 @@ fn a_gang_binds_all_or_nothing() {
     }
     // The scheduler's verdict on the group, not a pause: it tried and could not place it.
     tb.wait_for("the PodGroup marked unschedulable", 120, || {
-        let g = tb.get_json(&["get", "podgroup.scheduling.k8s.io/workers", "-n", ns]);
-        g["status"]["conditions"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .any(|c| c["type"] == "PodGroupInitiallyScheduled" && c["status"] == "False")
+        tb.pod_group_scheduled(ns, "workers") == Some(false)
     });
     assert_eq!(
         bound(&pods(&tb, ns)),
@@ -168,15 +152,7 @@ fn a_gang_binds_all_or_nothing() {
             && p.values()
                 .all(|(n, phase)| n.is_some() && phase == "Running")
     });
-    let g = tb.get_json(&["get", "podgroup.scheduling.k8s.io/workers", "-n", ns]);
-    assert!(
-        g["status"]["conditions"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .any(|c| c["type"] == "PodGroupInitiallyScheduled" && c["status"] == "True"),
-        "{g}"
-    );
+    assert_eq!(tb.pod_group_scheduled(ns, "workers"), Some(true));
 }
 
 /// A RayCluster through the real KubeRay operator: it creates the head and the workers, the
@@ -186,29 +162,12 @@ fn a_gang_binds_all_or_nothing() {
 #[ignore = "needs the scheduling testbed (see the file's doc)"]
 fn a_raycluster_from_the_real_operator() {
     let tb = testbed();
-    assert!(
-        std::env::var("WLMAP_TESTBED_OPERATORS").is_ok_and(|o| o.contains("kuberay")),
-        "{NEEDS}"
-    );
+    wlmap_e2e::require_operator("kuberay");
     let ns = "sched-ray";
     namespace(&tb, ns);
     tb.add_node("ray-cpu-0", "ray", 0);
     tb.add_node("ray-gpu-0", "ray", 8);
-    let pod_spec = |gpus: u32| {
-        let mut c = gpu_container(gpus);
-        c["name"] = json!("ray");
-        c["image"] = json!("rayproject/ray:2.46.0");
-        if gpus == 0 {
-            c["resources"] = json!({"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"cpu": "1", "memory": "1Gi"}});
-        }
-        json!({"spec": {"nodeSelector": {"wlmap.test/pool": "ray"}, "containers": [c]}})
-    };
-    let rc = json!({"apiVersion": "ray.io/v1", "kind": "RayCluster",
-        "metadata": {"name": "tune", "namespace": ns},
-        "spec": {"rayVersion": "2.46.0",
-            "headGroupSpec": {"rayStartParams": {}, "template": pod_spec(0)},
-            "workerGroupSpecs": [{"groupName": "gpu", "replicas": 2, "minReplicas": 0, "maxReplicas": 4,
-                "rayStartParams": {}, "template": pod_spec(4)}]}});
+    let rc = wlmap_e2e::raycluster(ns, "ray", 4);
     tb.kubectl(&["create", "-f", "-"], Some(&rc.to_string()));
     tb.wait_for("the operator to report the RayCluster ready", 180, || {
         tb.get_json(&["get", "raycluster/tune", "-n", ns])["status"]["state"] == "ready"
@@ -338,14 +297,7 @@ fn get_watch_follows_a_workload_through_an_api_server_restart() {
     let _ = tree.kill();
     let _ = tree.wait();
 
-    let restart = std::env::var("WLMAP_TESTBED_RESTART_APISERVER").expect("restart script");
-    let dir = std::env::var("WLMAP_TESTBED_DIR").expect("testbed dir");
-    let r = wlmap_e2e::run(&restart, &[&dir, "1"], None);
-    assert!(
-        r.status.success(),
-        "restart: {}",
-        String::from_utf8_lossy(&r.stderr)
-    );
+    tb.restart_api_server();
     tb.kubectl(&["scale", "-n", ns, "deployment/web", "--replicas=2"], None);
     wait_line("web scaled down to two, after the restart", &web(2, 2));
     tb.kubectl(&["delete", "-n", ns, "deployment/web"], None);
