@@ -21,6 +21,8 @@ pub struct Metrics {
     /// Pods of a workload with gang instructions let through without a group, by reason:
     /// `owner_not_found`, `evaluation`, `not_a_member`.
     pub pods_unplaced: Family<Labels, Counter>,
+    /// Owners the webhook fetched because the watch had not brought them yet.
+    pub owner_fetches: Counter,
     /// Workload reconciles, by result: `applied`, `unchanged`, `conflict`, `error`.
     pub reconciles: Family<Labels, Counter>,
     /// Gang object writes, by action: `apply`, `delete`.
@@ -55,8 +57,9 @@ impl Metrics {
         let pods_unplaced = Family::<Labels, Counter>::default();
         let reconciles = Family::<Labels, Counter>::default();
         let writes = Family::<Labels, Counter>::default();
-        // 50 µs to about 1.6 s.
-        let admission_duration = Histogram::new(exponential_buckets(0.00005, 2.0, 16));
+        let owner_fetches = Counter::default();
+        // 50 µs to about 0.5 s in steps of 1.5×: fine enough to read a p99 against 5 ms.
+        let admission_duration = Histogram::new(exponential_buckets(0.00005, 1.5, 24));
         let (leader, workloads, pods_ungrouped) =
             (Gauge::default(), Gauge::default(), Gauge::default());
         registry.register(
@@ -74,6 +77,11 @@ impl Metrics {
             "wlmap_admission_pods_unplaced",
             "Pods of workloads with gang instructions let through without a group, by reason",
             pods_unplaced.clone(),
+        );
+        registry.register(
+            "wlmap_admission_owner_fetches",
+            "Owners the webhook fetched because the watch had not brought them yet",
+            owner_fetches.clone(),
         );
         registry.register(
             "wlmap_controller_reconciles",
@@ -105,6 +113,7 @@ impl Metrics {
             admissions,
             admission_duration,
             pods_unplaced,
+            owner_fetches,
             reconciles,
             writes,
             pods_ungrouped,

@@ -121,6 +121,7 @@ async fn fetch(shared: &Shared, r: &OwnerRef) -> Result<Object, String> {
     } else {
         kube::Api::all_with(shared.client.clone(), &kind.resource)
     };
+    shared.metrics.owner_fetches.inc();
     let got = tokio::time::timeout(FETCH_TIMEOUT, api.get_opt(&r.name))
         .await
         .map_err(|_| {

@@ -58,6 +58,16 @@ struct Controller {
 
 impl Controller {
     fn start(tb: &Testbed, identity: &str, webhook_config: &str) -> Controller {
+        Controller::start_with(tb, identity, webhook_config, &[])
+    }
+
+    /// Start one with more flags.
+    fn start_with(
+        tb: &Testbed,
+        identity: &str,
+        webhook_config: &str,
+        extra: &[&str],
+    ) -> Controller {
         let (webhook, probes) = (free_port(), free_port());
         let log = std::fs::File::create(format!(
             "{}/controller-{identity}.log",
@@ -88,6 +98,7 @@ impl Controller {
                 "--renew-every",
                 "2",
             ])
+            .args(extra)
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()
@@ -618,4 +629,90 @@ fn faults_leave_no_duplicate_no_orphan_and_no_silent_gap() {
         tb.kubectl(&["get", "events", "-n", ns, "-o", "json"], None)
             .contains("PodsWithoutGroup")
     });
+}
+
+/// Coscheduling instead of the native API: its PodGroups (`minMember`) and its pod label; and
+/// a PodGroup of the wanted name that another tool wrote is left as it is, said in an event.
+#[test]
+#[ignore = "needs the scheduling testbed (see the file's doc)"]
+fn coscheduling_groups_and_a_foreign_group_left_alone() {
+    let tb = testbed();
+    tb.namespace("wlmap-system");
+    tb.apply_file(&testbed_crds().join("schedulers/scheduling.x-k8s.io_podgroups.yaml"));
+    tb.apply_file(&testbed_crds().join("jobset.x-k8s.io_jobsets.yaml"));
+    tb.wait_established(&[
+        "crd/podgroups.scheduling.x-k8s.io",
+        "crd/jobsets.jobset.x-k8s.io",
+    ]);
+    let ns = "ctl-cosched";
+    tb.namespace(ns);
+    // Another tool's group, under the name the controller would give the JobSet "theirs".
+    let foreign = json!({"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup",
+        "metadata": {"name": "theirs-gang", "namespace": ns}, "spec": {"minMember": 7}});
+    tb.kubectl(&["create", "-f", "-"], Some(&foreign.to_string()));
+    let _ctl = Controller::start_with(
+        &tb,
+        "cosched",
+        "wlmap-cosched",
+        &["--scheduler", "coscheduling"],
+    );
+    let jobset = |name: &str| {
+        json!({"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+            "metadata": {"name": name, "namespace": ns},
+            "spec": {"replicatedJobs": [{"name": "workers", "replicas": 2, "template": {"spec": {
+                "parallelism": 1, "completions": 1, "template": {"spec": {"restartPolicy": "OnFailure",
+                    "nodeSelector": {"wlmap.test/pool": "ctlcosched"}, "containers": [gpu_container(1)]}}}}}]}})
+    };
+    let group = |name: &str| {
+        tb.get_json(&[
+            "get",
+            &format!("podgroups.scheduling.x-k8s.io/{name}"),
+            "-n",
+            ns,
+        ])
+    };
+    tb.kubectl(&["create", "-f", "-"], Some(&jobset("mine").to_string()));
+    tb.wait_for("the coscheduling PodGroup", 60, || {
+        tb.kubectl(
+            &[
+                "get",
+                "podgroups.scheduling.x-k8s.io",
+                "-n",
+                ns,
+                "-o",
+                "name",
+            ],
+            None,
+        )
+        .contains("mine-gang")
+    });
+    let g = group("mine-gang");
+    assert_eq!(g["spec"]["minMember"], 2, "{g}");
+    assert_eq!(g["metadata"]["ownerReferences"][0]["name"], "mine", "{g}");
+    let created = tb.get_json(&["get", "jobset/mine", "-n", ns]);
+    for job in jobset_jobs(&created) {
+        tb.kubectl(&["create", "-f", "-"], Some(&job.to_string()));
+    }
+    tb.wait_for("the Jobs' pods", 60, || tb.pods(ns).len() == 2);
+    for p in tb.pods(ns) {
+        assert_eq!(
+            p["metadata"]["labels"]["scheduling.x-k8s.io/pod-group"], "mine-gang",
+            "{p}"
+        );
+        assert!(
+            p["spec"]["schedulingGroup"].is_null(),
+            "the native field is not set: {p}"
+        );
+    }
+    tb.kubectl(&["create", "-f", "-"], Some(&jobset("theirs").to_string()));
+    tb.wait_for("the conflict reported on the JobSet", 60, || {
+        tb.kubectl(&["get", "events", "-n", ns, "-o", "json"], None)
+            .contains("GangObjectConflict")
+    });
+    let g = group("theirs-gang");
+    assert_eq!(
+        g["spec"]["minMember"], 7,
+        "another tool's group is left as it was: {g}"
+    );
+    assert!(g["metadata"]["ownerReferences"].is_null(), "{g}");
 }
