@@ -140,3 +140,82 @@ pub fn plan(desired: &[Value], existing: &[Value], workload_uid: &str) -> Vec<Ac
     }
     out
 }
+
+/// The gang objects that exist, by namespace and name, with an index by owner uid: a
+/// reconcile reads the few that concern its workload, however many the namespace holds.
+///
+/// ```
+/// let mut store = wlmap_controller::gangs::GangStore::default();
+/// store.insert(serde_json::json!({"metadata": {"namespace": "ml", "name": "a-gang",
+///     "ownerReferences": [{"uid": "w1"}]}}));
+/// store.insert(serde_json::json!({"metadata": {"namespace": "ml", "name": "b-gang"}}));
+/// assert_eq!(store.concerning("ml", &["b-gang"], "w1").len(), 2);
+/// assert_eq!(store.concerning("ml", &[], "w2").len(), 0);
+/// ```
+#[derive(Debug, Default)]
+pub struct GangStore {
+    objects: BTreeMap<(String, String), Value>,
+    by_owner: BTreeMap<String, std::collections::BTreeSet<(String, String)>>,
+}
+
+fn key_of(v: &Value) -> (String, String) {
+    let m = &v["metadata"];
+    let text = |k: &str| m[k].as_str().unwrap_or("").to_string();
+    (text("namespace"), text("name"))
+}
+
+fn owner_uids(v: &Value) -> impl Iterator<Item = String> + '_ {
+    v["metadata"]["ownerReferences"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|r| r["uid"].as_str().map(String::from))
+}
+
+impl GangStore {
+    /// Hold an object as it now is.
+    pub fn insert(&mut self, v: Value) {
+        let key = key_of(&v);
+        self.remove(&v);
+        for uid in owner_uids(&v) {
+            self.by_owner.entry(uid).or_default().insert(key.clone());
+        }
+        self.objects.insert(key, v);
+    }
+
+    /// Forget the object of this one's namespace and name.
+    pub fn remove(&mut self, v: &Value) {
+        let key = key_of(v);
+        if let Some(old) = self.objects.remove(&key) {
+            for uid in owner_uids(&old) {
+                if let Some(keys) = self.by_owner.get_mut(&uid) {
+                    keys.remove(&key);
+                    if keys.is_empty() {
+                        self.by_owner.remove(&uid);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Replace everything (a relist).
+    pub fn replace_all(&mut self, objects: impl IntoIterator<Item = Value>) {
+        *self = GangStore::default();
+        for v in objects {
+            self.insert(v);
+        }
+    }
+
+    /// The objects of a namespace with one of these names, or owned by this uid.
+    pub fn concerning(&self, ns: &str, names: &[&str], owner_uid: &str) -> Vec<Value> {
+        let mut keys: std::collections::BTreeSet<(String, String)> = names
+            .iter()
+            .map(|n| (ns.to_string(), n.to_string()))
+            .collect();
+        keys.extend(self.by_owner.get(owner_uid).into_iter().flatten().cloned());
+        keys.iter()
+            .filter_map(|k| self.objects.get(k))
+            .cloned()
+            .collect()
+    }
+}

@@ -117,20 +117,15 @@ pub async fn reconcile(shared: &Shared, key: &ObjectKey) -> Result<Outcome, Stri
     let uid = root.uid().to_string();
     let ns = root.namespace().to_string();
     let existing: Vec<Value> = {
-        let store = shared
-            .gang_objects
-            .read()
-            .unwrap_or_else(|e| e.into_inner());
         let names: Vec<&str> = want
             .iter()
             .filter_map(|o| o["metadata"]["name"].as_str())
             .collect();
-        store
-            .range((ns.clone(), String::new())..)
-            .take_while(|((n, _), _)| *n == ns)
-            .filter(|((_, name), o)| names.contains(&name.as_str()) || owned_by(o, &uid))
-            .map(|(_, o)| o.clone())
-            .collect()
+        shared
+            .gang_objects
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .concerning(&ns, &names, &uid)
     };
     let api: kube::Api<DynamicObject> =
         kube::Api::namespaced_with(shared.client.clone(), &ns, &gang_resource(format));
@@ -144,7 +139,7 @@ pub async fn reconcile(shared: &Shared, key: &ObjectKey) -> Result<Outcome, Stri
                     .patch(&name, &params, &Patch::Apply(&obj))
                     .await
                     .map_err(|e| format!("apply {name}: {e}"))?;
-                remember(shared, &ns, &name, out);
+                remember(shared, out);
                 Metrics::count(&shared.metrics.writes, "action", "apply");
                 outcome = Outcome::Applied;
             }
@@ -199,21 +194,15 @@ fn count_ungrouped(shared: &Shared, key: &ObjectKey, n: usize) -> bool {
     n > 0 && before == 0
 }
 
-fn owned_by(o: &Value, uid: &str) -> bool {
-    o["metadata"]["ownerReferences"]
-        .as_array()
-        .is_some_and(|refs| refs.iter().any(|r| r["uid"] == uid))
-}
-
 /// Keep what the server answered, so the next reconcile compares with it before the watch
 /// brings it.
-fn remember(shared: &Shared, ns: &str, name: &str, out: DynamicObject) {
+fn remember(shared: &Shared, out: DynamicObject) {
     if let Ok(v) = serde_json::to_value(out) {
         shared
             .gang_objects
             .write()
             .unwrap_or_else(|e| e.into_inner())
-            .insert((ns.to_string(), name.to_string()), v);
+            .insert(v);
     }
 }
 

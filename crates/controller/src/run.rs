@@ -654,45 +654,29 @@ async fn watch_gang_objects(shared: Arc<Shared>, watch_client: kube::Client) {
         namespaced: true,
     };
     let mut stream = wlmap_kube::watch_stream(&watch_client, "", &[kind], None);
-    let mut listing: Option<BTreeMap<(String, String), Value>> = None;
+    let mut listing: Option<Vec<Value>> = None;
     let mut said = std::collections::BTreeSet::new();
-    let key_of = |v: &Value| {
-        let m = &v["metadata"];
-        (
-            m["namespace"].as_str().unwrap_or("").to_string(),
-            m["name"].as_str().unwrap_or("").to_string(),
-        )
+    let store = || {
+        shared
+            .gang_objects
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
     };
     while let Some(ev) = stream.next().await {
         match ev {
-            WatchEvent::Relisting(_) => listing = Some(BTreeMap::new()),
+            WatchEvent::Relisting(_) => listing = Some(Vec::new()),
             WatchEvent::Applied(_, v) => match listing.as_mut() {
-                Some(l) => {
-                    l.insert(key_of(&v), v);
-                }
-                None => {
-                    shared
-                        .gang_objects
-                        .write()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .insert(key_of(&v), v);
-                }
+                Some(l) => l.push(v),
+                None => store().insert(v),
             },
             WatchEvent::Deleted(_, v) => {
-                shared
-                    .gang_objects
-                    .write()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .remove(&key_of(&v));
+                store().remove(&v);
                 if crate::gangs::is_ours(&v) {
                     shared.enqueue(owner_key(&v));
                 }
             }
             WatchEvent::Listed(_) => {
-                *shared
-                    .gang_objects
-                    .write()
-                    .unwrap_or_else(|e| e.into_inner()) = listing.take().unwrap_or_default();
+                store().replace_all(listing.take().unwrap_or_default());
                 shared.enqueue_all();
             }
             WatchEvent::Failed(_, e) => {

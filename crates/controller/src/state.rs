@@ -27,7 +27,7 @@ pub struct Shared {
     /// The kinds watched (for fetching an owner the webhook has not seen yet).
     pub kinds: RwLock<Vec<Kind>>,
     /// The gang objects of the configured format that exist, by (namespace, name).
-    pub gang_objects: RwLock<BTreeMap<(String, String), Value>>,
+    pub gang_objects: RwLock<crate::gangs::GangStore>,
     /// Conflicts already reported, so each is said once.
     pub conflicts: Mutex<BTreeSet<(ObjectKey, String)>>,
     /// Pods without a group, per workload, as of its last reconcile.
@@ -58,7 +58,7 @@ impl Shared {
             registry: RwLock::new(registry),
             definitions_changed: Notify::new(),
             kinds: RwLock::new(vec![]),
-            gang_objects: RwLock::new(BTreeMap::new()),
+            gang_objects: RwLock::new(Default::default()),
             conflicts: Mutex::new(BTreeSet::new()),
             ungrouped: Mutex::new(BTreeMap::new()),
             queue: Mutex::new(BTreeSet::new()),
