@@ -170,9 +170,52 @@ pub struct DescribeArgs {
 
 /// `definitions`.
 #[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
 pub struct DefinitionsArgs {
     /// A definition name.
     pub name: Option<String>,
+    /// Register or remove definitions in the cluster.
+    #[command(subcommand)]
+    pub action: Option<DefinitionsAction>,
+}
+
+/// `definitions apply|delete`.
+#[derive(Debug, Subcommand)]
+pub enum DefinitionsAction {
+    /// Register built-in (or --definitions) definitions as Karta objects: server-side apply
+    /// (field manager wlmap), with the labels KAI Scheduler finds them by; says what changes.
+    #[command(
+        after_help = "Examples:\n  wlmap definitions apply --all\n  wlmap definitions apply jobset-x-k8s-io-jobset-v1alpha2 --dry-run=server"
+    )]
+    Apply(DefinitionsApplyArgs),
+    /// Remove Karta objects (with --all: every one wlmap applied).
+    #[command(after_help = "Examples:\n  wlmap definitions delete --all")]
+    Delete(DefinitionsDeleteArgs),
+}
+
+/// `definitions apply`.
+#[derive(Debug, Args)]
+pub struct DefinitionsApplyArgs {
+    /// Definition names.
+    #[arg(required_unless_present = "all")]
+    pub names: Vec<String>,
+    /// Every definition in use (the catalog and --definitions files).
+    #[arg(long, conflicts_with = "names")]
+    pub all: bool,
+    /// client: say what would change; server: also let the API server check it (dryRun=All).
+    #[arg(long, value_name = "client|server")]
+    pub dry_run: Option<String>,
+}
+
+/// `definitions delete`.
+#[derive(Debug, Args)]
+pub struct DefinitionsDeleteArgs {
+    /// Karta names.
+    #[arg(required_unless_present = "all")]
+    pub names: Vec<String>,
+    /// Every Karta wlmap applied (labelled app.kubernetes.io/managed-by=wlmap).
+    #[arg(long, conflicts_with = "names")]
+    pub all: bool,
 }
 
 /// `validate`.

@@ -37,3 +37,107 @@ pub fn registry(kartas: &[Value]) -> (Registry, Vec<String>) {
     }
     (reg, warnings)
 }
+
+/// What a Karta object should carry that the controller keeps: the labels KAI Scheduler finds
+/// it by, and its conditions (`Valid`: decodes strictly and compiles; `KindServed`: the API
+/// server serves its root kind).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Upkeep {
+    /// Labels to set (only when one is missing or different).
+    pub labels: Option<std::collections::BTreeMap<String, String>>,
+    /// `status.conditions` to write (only when a condition changed).
+    pub conditions: Option<Vec<Value>>,
+}
+
+/// The condition types the controller writes on Kartas.
+pub const CONDITIONS: [&str; 2] = ["Valid", "KindServed"];
+
+/// What to change on a Karta object, given whether its root kind is served and the time now
+/// (RFC 3339). Conditions keep their `lastTransitionTime` while their status stays.
+///
+/// ```
+/// let k = serde_json::json!({"apiVersion": "run.ai/v1alpha1", "kind": "Karta",
+///     "metadata": {"name": "bad", "generation": 1},
+///     "spec": {"structureDefinition": {"rootComponent": {"name": "x",
+///         "kind": {"group": "example.io", "version": "v1", "kind": "X"}, "specDefinition": {"podTemplateSpecPath": ".spec.template | ("}}}}});
+/// let u = wlmap_controller::definitions::upkeep(&k, false, "2026-12-02T00:00:00Z");
+/// assert_eq!(u.labels.unwrap()["run.ai/karta-kind"], "X");
+/// let c = u.conditions.unwrap();
+/// assert_eq!((c[0]["type"].as_str(), c[0]["status"].as_str()), (Some("Valid"), Some("False")));
+/// assert_eq!(c[1]["status"], "False");
+/// ```
+pub fn upkeep(obj: &Value, served: bool, now: &str) -> Upkeep {
+    let name = obj["metadata"]["name"].as_str().unwrap_or("?");
+    let verdict = wlmap_schema::decode(&obj.to_string(), &format!("kartas.run.ai/{name}"))
+        .map_err(|e| e.to_string())
+        .and_then(|ks| {
+            let k = ks.into_iter().next().ok_or("no definition")?;
+            let labels = k.lookup_labels();
+            Definition::compile(k, Origin::Cluster)
+                .map(|_| labels)
+                .map_err(|e| e.to_string())
+        });
+    let root = &obj["spec"]["structureDefinition"]["rootComponent"]["kind"];
+    let text = |k: &str| root[k].as_str().unwrap_or("").to_string();
+    let want: std::collections::BTreeMap<String, String> = [
+        ("run.ai/karta-group", text("group")),
+        ("run.ai/karta-version", text("version")),
+        ("run.ai/karta-kind", text("kind")),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect();
+    let have = &obj["metadata"]["labels"];
+    let labels = want
+        .iter()
+        .any(|(k, v)| have[k].as_str() != Some(v.as_str()))
+        .then_some(want);
+    let gvk = format!("{}/{} {}", text("group"), text("version"), text("kind"));
+    let generation = obj["metadata"]["generation"].clone();
+    let condition = |t: &str, ok: bool, reason: &str, message: String| {
+        serde_json::json!({"type": t, "status": if ok { "True" } else { "False" },
+            "reason": reason, "message": message, "observedGeneration": generation})
+    };
+    let mut conditions = vec![
+        match &verdict {
+            Ok(_) => condition(
+                "Valid",
+                true,
+                "Valid",
+                "the definition decodes and compiles".into(),
+            ),
+            Err(e) => condition("Valid", false, "Invalid", e.clone()),
+        },
+        if served {
+            condition("KindServed", true, "Served", format!("{gvk} is served"))
+        } else {
+            condition(
+                "KindServed",
+                false,
+                "NotServed",
+                format!("{gvk} is not served (its CRD is not installed)"),
+            )
+        },
+    ];
+    let old: Vec<Value> = obj["status"]["conditions"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let mut changed = false;
+    for c in &mut conditions {
+        let prior = old.iter().find(|o| o["type"] == c["type"]);
+        let same = |k: &str| prior.is_some_and(|p| p[k] == c[k]);
+        let kept_time = prior
+            .filter(|_| same("status"))
+            .and_then(|p| p["lastTransitionTime"].as_str())
+            .unwrap_or(now)
+            .to_string();
+        changed |=
+            !(same("status") && same("reason") && same("message") && same("observedGeneration"));
+        c["lastTransitionTime"] = Value::from(kept_time);
+    }
+    Upkeep {
+        labels,
+        conditions: changed.then_some(conditions),
+    }
+}

@@ -181,6 +181,7 @@ async fn lead(shared: Arc<Shared>, elector: Arc<Elector>) {
             Ok(true) => {
                 last_renewal = tokio::time::Instant::now();
                 if shared.set_leader(true) {
+                    keep_kartas(&shared);
                     log(
                         "info",
                         "became leader",
@@ -459,6 +460,9 @@ async fn watch_kartas(
                         l.insert(name, v);
                     }
                     None => {
+                        if shared.is_leader() {
+                            tokio::spawn(keep_karta(shared.clone(), v.clone()));
+                        }
                         kartas.insert(name, v);
                     }
                 }
@@ -466,11 +470,16 @@ async fn watch_kartas(
             WatchEvent::Deleted(_, v) => {
                 kartas.remove(v["metadata"]["name"].as_str().unwrap_or(""));
             }
-            WatchEvent::Listed(_) => kartas = listing.take().unwrap_or_default(),
+            WatchEvent::Listed(_) => {
+                kartas = listing.take().unwrap_or_default();
+                *shared.kartas.write().unwrap_or_else(|e| e.into_inner()) = kartas.clone();
+                keep_kartas(&shared);
+            }
             WatchEvent::Failed(_, e) => {
                 warn_once(&mut said, "watch of kartas.run.ai failed (retrying)", &e);
             }
         }
+        *shared.kartas.write().unwrap_or_else(|e| e.into_inner()) = kartas.clone();
         if spec_of(&kartas) != before {
             log(
                 "info",
@@ -479,6 +488,64 @@ async fn watch_kartas(
             );
             *shared.registry.write().unwrap_or_else(|e| e.into_inner()) = registry_of(&kartas);
             shared.definitions_changed.notify_one();
+        }
+    }
+}
+
+/// Keep every Karta's labels and conditions (when this replica leads).
+pub fn keep_kartas(shared: &Arc<Shared>) {
+    if !shared.is_leader() {
+        return;
+    }
+    let all: Vec<Value> = shared
+        .kartas
+        .read()
+        .unwrap_or_else(|e| e.into_inner())
+        .values()
+        .cloned()
+        .collect();
+    for k in all {
+        tokio::spawn(keep_karta(shared.clone(), k));
+    }
+}
+
+/// Keep one Karta's lookup labels (server-side apply of the labels alone) and its
+/// conditions (the status subresource); nothing is written when both are as they should be.
+async fn keep_karta(shared: Arc<Shared>, k: Value) {
+    let name = k["metadata"]["name"].as_str().unwrap_or("").to_string();
+    let root = &k["spec"]["structureDefinition"]["rootComponent"]["kind"];
+    let text = |f: &str| root[f].as_str().unwrap_or("").to_string();
+    let gvk = kube::api::GroupVersionKind::gvk(&text("group"), &text("version"), &text("kind"));
+    let served = kube::discovery::pinned_kind(&shared.client, &gvk)
+        .await
+        .is_ok();
+    let now = k8s_openapi::jiff::Timestamp::now().to_string();
+    let u = crate::definitions::upkeep(&k, served, &now);
+    let api: kube::Api<DynamicObject> =
+        kube::Api::all_with(shared.client.clone(), &karta_resource());
+    if let Some(labels) = u.labels {
+        let patch = json!({"apiVersion": "run.ai/v1alpha1", "kind": "Karta",
+            "metadata": {"name": name, "labels": labels}});
+        let params = PatchParams::apply(crate::reconcile::FIELD_MANAGER).force();
+        if let Err(e) = api.patch(&name, &params, &Patch::Apply(&patch)).await {
+            log(
+                "warning",
+                "could not label a Karta",
+                json!({"karta": name, "error": e.to_string()}),
+            );
+        }
+    }
+    if let Some(conditions) = u.conditions {
+        let patch = json!({"status": {"conditions": conditions}});
+        if let Err(e) = api
+            .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+        {
+            log(
+                "warning",
+                "could not write a Karta's status",
+                json!({"karta": name, "error": e.to_string()}),
+            );
         }
     }
 }
@@ -506,6 +573,8 @@ async fn watch_crds(shared: Arc<Shared>, client: kube::Client) {
             // Established or gone: the kinds to watch may differ.
             WatchEvent::Applied(..) | WatchEvent::Deleted(..) if listed => {
                 shared.definitions_changed.notify_one();
+                // A Karta's kind may be served now, or no longer.
+                keep_kartas(&shared);
             }
             WatchEvent::Failed(_, e) => {
                 warn_once(&mut said, "watch of CRDs failed (retrying)", &e);

@@ -24,6 +24,8 @@ pub struct Shared {
     pub definitions_changed: Notify,
     /// The live inventory, fed by the workload watches.
     pub feed: RwLock<Feed>,
+    /// The `kartas.run.ai` objects, by name.
+    pub kartas: RwLock<BTreeMap<String, Value>>,
     /// The kinds watched (for fetching an owner the webhook has not seen yet).
     pub kinds: RwLock<Vec<Kind>>,
     /// The gang objects of the configured format that exist, by (namespace, name).
@@ -57,6 +59,7 @@ impl Shared {
             feed: RwLock::new(Feed::new(registry.clone(), vec![])),
             registry: RwLock::new(registry),
             definitions_changed: Notify::new(),
+            kartas: RwLock::new(BTreeMap::new()),
             kinds: RwLock::new(vec![]),
             gang_objects: RwLock::new(Default::default()),
             conflicts: Mutex::new(BTreeSet::new()),

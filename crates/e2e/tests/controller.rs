@@ -798,3 +798,143 @@ fn coscheduling_and_volcano_groups_and_a_foreign_group_left_alone() {
         );
     }
 }
+
+/// Definitions in the cluster: `wlmap definitions apply --all` registers the catalog with the
+/// labels KAI Scheduler's pod-grouper finds Kartas by (one valid gang Karta per kind, as its
+/// label-selector List sees it), says what changes, and is idempotent; `wlmap get` then uses
+/// them; the controller labels a Karta applied by hand and writes each Karta's conditions;
+/// `definitions delete --all` removes only what wlmap applied.
+#[test]
+#[ignore = "needs the scheduling testbed (see the file's doc)"]
+fn definitions_applied_are_found_as_kai_finds_them() {
+    let tb = testbed();
+    tb.namespace("wlmap-system");
+    tb.apply_file(
+        &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../schema/crd/kartas.run.ai.yaml"),
+    );
+    tb.wait_established(&["crd/kartas.run.ai"]);
+    tb.kubectl(&["delete", "kartas", "--all"], None);
+    let text = |o: &std::process::Output| {
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    let catalog = wlmap_catalog::registry().expect("catalog");
+    let first = text(&tb.wlmap(&["definitions", "apply", "--all"]));
+    assert_eq!(first.matches(" created").count(), catalog.len(), "{first}");
+    let again = text(&tb.wlmap(&["definitions", "apply", "--all"]));
+    assert_eq!(
+        again.matches(" unchanged").count(),
+        catalog.len(),
+        "{again}"
+    );
+
+    // KAI's lookup: a List by the root kind's group, version and kind; exactly one Karta with
+    // gang instructions must come back for each kind the catalog gangs.
+    for d in catalog.iter().filter(|d| d.has_gangs()) {
+        let g = d.root_gvk();
+        let selector = format!(
+            "run.ai/karta-group={},run.ai/karta-version={},run.ai/karta-kind={}",
+            g.group, g.version, g.kind
+        );
+        let found = tb.get_json(&["get", "kartas", "-l", &selector]);
+        let items = found["items"].as_array().cloned().unwrap_or_default();
+        assert_eq!(items.len(), 1, "{selector}: {items:#?}");
+        assert!(
+            !items[0]["spec"]["optimizationInstructions"]["gangScheduling"].is_null(),
+            "{selector}"
+        );
+    }
+
+    // A change in the cluster is reported as a path, left alone by a client dry run, and
+    // undone by the apply.
+    let name = "batch-job-v1";
+    tb.kubectl(
+        &[
+            "label",
+            "karta",
+            name,
+            "run.ai/karta-kind=Other",
+            "--overwrite",
+        ],
+        None,
+    );
+    let dry = text(&tb.wlmap(&["definitions", "apply", name, "--dry-run=client"]));
+    assert!(
+        dry.contains(&format!("karta.run.ai/{name} configured (client dry run)")),
+        "{dry}"
+    );
+    assert!(
+        dry.contains(r#"~ .metadata.labels["run.ai/karta-kind"]"#),
+        "{dry}"
+    );
+    let label = |tb: &Testbed| {
+        tb.get_json(&["get", "karta", name])["metadata"]["labels"]["run.ai/karta-kind"].clone()
+    };
+    assert_eq!(label(&tb), "Other", "a client dry run changes nothing");
+    let fixed = text(&tb.wlmap(&["definitions", "apply", name]));
+    assert!(fixed.contains("configured"), "{fixed}");
+    assert_eq!(label(&tb), "Job");
+
+    // `wlmap get` reads them: a Job's definition is now the cluster's.
+    let ns = "ctl-defs";
+    tb.namespace(ns);
+    let job = json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j", "namespace": ns},
+        "spec": {"suspend": true, "template": {"spec": {"restartPolicy": "Never", "containers": [gpu_container(1)]}}}});
+    tb.kubectl(&["create", "-f", "-"], Some(&job.to_string()));
+    let v = json(&tb.wlmap(&["get", "job/j", "-n", ns, "-o", "json"]));
+    assert_eq!(v["items"][0]["definition"]["origin"], "cluster", "{v}");
+
+    // The controller labels a Karta applied by hand and says whether each one is valid and
+    // whether its kind is served.
+    let _ctl = Controller::start(&tb, "defs", "wlmap-defs");
+    let bad = json!({"apiVersion": "run.ai/v1alpha1", "kind": "Karta", "metadata": {"name": "by-hand"},
+        "spec": {"structureDefinition": {"rootComponent": {"name": "w",
+            "kind": {"group": "example.io", "version": "v1", "kind": "Widget"},
+            "specDefinition": {"podTemplateSpecPath": ".spec.template | ("}}}}});
+    tb.kubectl(&["apply", "-f", "-"], Some(&bad.to_string()));
+    let condition = |karta: &str, t: &str| {
+        let k = tb.get_json(&["get", "karta", karta]);
+        k["status"]["conditions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|c| c["type"] == t)
+            .cloned()
+            .unwrap_or(Value::Null)
+    };
+    tb.wait_for("the hand-applied Karta labelled and judged", 60, || {
+        let k = tb.get_json(&["get", "karta", "by-hand"]);
+        k["metadata"]["labels"]["run.ai/karta-kind"] == "Widget"
+            && condition("by-hand", "Valid")["status"] == "False"
+    });
+    let invalid = condition("by-hand", "Valid");
+    assert_eq!(invalid["reason"], "Invalid", "{invalid}");
+    assert!(
+        invalid["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("podTemplateSpecPath")),
+        "the message says where: {invalid}"
+    );
+    assert_eq!(condition("by-hand", "KindServed")["status"], "False");
+    tb.wait_for("a catalog Karta judged valid, its kind served", 60, || {
+        condition(name, "Valid")["status"] == "True"
+            && condition(name, "KindServed")["status"] == "True"
+    });
+
+    // Delete --all removes what wlmap applied, never the Karta someone applied by hand.
+    let deleted = text(&tb.wlmap(&["definitions", "delete", "--all"]));
+    assert_eq!(
+        deleted.matches(" deleted").count(),
+        catalog.len(),
+        "{deleted}"
+    );
+    let left = tb.get_json(&["get", "kartas"]);
+    let names: Vec<&str> = left["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|k| k["metadata"]["name"].as_str())
+        .collect();
+    assert_eq!(names, ["by-hand"]);
+    tb.kubectl(&["delete", "karta", "by-hand"], None);
+}

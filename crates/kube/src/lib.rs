@@ -518,6 +518,75 @@ impl Cluster {
         self.send(req, &format!("update {} {name}", k.resource.kind))
     }
 
+    /// Server-side apply an object (PATCH `application/apply-patch+yaml`, forced: the
+    /// manager takes the fields it names), or a server-side dry run of it.
+    ///
+    /// ```no_run
+    /// # let cluster = wlmap_kube::Cluster::connect(&wlmap_kube::ConnectOptions::default()).unwrap();
+    /// # let cm = cluster.resource(&wlmap_schema::GroupVersionKind::new("", "v1", "ConfigMap")).unwrap().unwrap();
+    /// let obj = serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"a": "1"}});
+    /// let out = cluster.apply(&cm, Some("default"), "c", &obj, "wlmap", false).unwrap();
+    /// assert_eq!(out["data"]["a"], "1");
+    /// ```
+    pub fn apply(
+        &self,
+        k: &Kind,
+        ns: Option<&str>,
+        name: &str,
+        obj: &Value,
+        field_manager: &str,
+        dry_run: bool,
+    ) -> Result<Value> {
+        let mut url = format!(
+            "{}?fieldManager={}&force=true",
+            self.url(k, ns, Some(name)),
+            encode(field_manager)
+        );
+        if dry_run {
+            url.push_str("&dryRun=All");
+        }
+        let body = serde_json::to_vec(obj).map_err(|e| Error::Config(e.to_string()))?;
+        let req = http::Request::patch(url)
+            .header("content-type", "application/apply-patch+yaml")
+            .body(body)
+            .map_err(|e| Error::Config(e.to_string()))?;
+        self.send(req, &format!("apply {} {name}", k.resource.kind))
+    }
+
+    /// Delete an object; `Ok(false)` when it did not exist.
+    ///
+    /// ```no_run
+    /// # let cluster = wlmap_kube::Cluster::connect(&wlmap_kube::ConnectOptions::default()).unwrap();
+    /// # let cm = cluster.resource(&wlmap_schema::GroupVersionKind::new("", "v1", "ConfigMap")).unwrap().unwrap();
+    /// let existed = cluster.delete(&cm, Some("default"), "c").unwrap();
+    /// # let _ = existed;
+    /// ```
+    pub fn delete(&self, k: &Kind, ns: Option<&str>, name: &str) -> Result<bool> {
+        let req = http::Request::delete(self.url(k, ns, Some(name)))
+            .body(Vec::new())
+            .map_err(|e| Error::Config(e.to_string()))?;
+        match self.send(req, &format!("delete {} {name}", k.resource.kind)) {
+            Ok(_) => Ok(true),
+            Err(Error::NotFound(_)) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The `kartas.run.ai` kind.
+    ///
+    /// ```
+    /// assert_eq!(wlmap_kube::Cluster::karta_kind().resource.plural, "kartas");
+    /// ```
+    pub fn karta_kind() -> Kind {
+        Kind {
+            resource: ApiResource::from_gvk_with_plural(
+                &kube::api::GroupVersionKind::gvk("run.ai", "v1alpha1", "Karta"),
+                "kartas",
+            ),
+            namespaced: false,
+        }
+    }
+
     /// The `kartas.run.ai` definitions in the cluster.
     ///
     /// ```no_run
@@ -526,14 +595,7 @@ impl Cluster {
     /// assert!(defs.iter().all(|k| k["kind"] == "Karta"));
     /// ```
     pub fn kartas(&self) -> Result<Vec<Value>> {
-        let k = Kind {
-            resource: ApiResource::from_gvk_with_plural(
-                &kube::api::GroupVersionKind::gvk("run.ai", "v1alpha1", "Karta"),
-                "kartas",
-            ),
-            namespaced: false,
-        };
-        self.list(&k, None)
+        self.list(&Cluster::karta_kind(), None)
     }
 }
 

@@ -115,6 +115,27 @@ impl Karta {
         }
     }
 
+    /// The labels KAI Scheduler's pod-grouper finds a Karta by (a label-selector List on the
+    /// root kind's group, version and kind; a Karta without them is invisible to it).
+    ///
+    /// ```
+    /// let labels = wlmap_schema::Karta::example().lookup_labels();
+    /// assert_eq!(labels["run.ai/karta-kind"], "Pod");
+    /// assert_eq!(labels["run.ai/karta-version"], "v1");
+    /// assert_eq!(labels["run.ai/karta-group"], "");
+    /// ```
+    pub fn lookup_labels(&self) -> std::collections::BTreeMap<String, String> {
+        let gvk = self.root().kind.clone().unwrap_or_default();
+        [
+            ("run.ai/karta-group", gvk.group),
+            ("run.ai/karta-version", gvk.version),
+            ("run.ai/karta-kind", gvk.kind),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect()
+    }
+
     /// A small valid definition (a Pod), for examples and tests.
     ///
     /// ```

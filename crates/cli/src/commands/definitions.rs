@@ -1,12 +1,20 @@
-//! `wlmap definitions`.
+//! `wlmap definitions`: list the definitions in use, or register them in the cluster
+//! (`apply`) and remove them (`delete`).
 
-use crate::args::{DefinitionsArgs, Output};
+use crate::args::{
+    DefinitionsAction, DefinitionsApplyArgs, DefinitionsArgs, DefinitionsDeleteArgs, Output,
+};
 use crate::context::{Context, print_data};
 use crate::exit::{Result, no_definition};
 use crate::render;
 
 /// Run.
 pub fn run(ctx: &Context, a: &DefinitionsArgs) -> Result {
+    match &a.action {
+        Some(DefinitionsAction::Apply(x)) => return apply(ctx, x),
+        Some(DefinitionsAction::Delete(x)) => return delete(ctx, x),
+        None => {}
+    }
     let defs: Vec<_> = match &a.name {
         Some(n) => vec![ctx.reg().by_name(n).cloned().ok_or_else(|| {
             no_definition(format!(
@@ -64,4 +72,163 @@ pub fn run(ctx: &Context, a: &DefinitionsArgs) -> Result {
             Ok(())
         }
     }
+}
+
+/// The field manager of `definitions apply`, and the label value of what it applied.
+const MANAGER: &str = "wlmap";
+
+fn cluster(ctx: &Context) -> Result<&wlmap_kube::Cluster> {
+    ctx.cluster
+        .as_ref()
+        .map(|c| &c.cluster)
+        .ok_or_else(|| crate::exit::usage("this needs a cluster (--kubeconfig or --context)"))
+}
+
+/// A definition as the Karta object to apply: its spec, its name, and the labels that find it.
+fn karta_object(k: &wlmap_schema::Karta) -> serde_json::Value {
+    let mut labels: serde_json::Map<String, serde_json::Value> = k
+        .lookup_labels()
+        .into_iter()
+        .map(|(k, v)| (k, v.into()))
+        .collect();
+    labels.insert("app.kubernetes.io/managed-by".into(), MANAGER.into());
+    serde_json::json!({"apiVersion": "run.ai/v1alpha1", "kind": "Karta",
+        "metadata": {"name": k.name(), "labels": labels}, "spec": k.spec})
+}
+
+/// The paths (jq style) where `new` says something `old` does not.
+fn changed_paths(
+    old: &serde_json::Value,
+    new: &serde_json::Value,
+    at: &str,
+    out: &mut Vec<String>,
+) {
+    use serde_json::Value;
+    match (old, new) {
+        (Value::Object(a), Value::Object(b)) => {
+            for (k, v) in b {
+                changed_paths(
+                    a.get(k).unwrap_or(&Value::Null),
+                    v,
+                    &format!("{at}.{k}"),
+                    out,
+                );
+            }
+            for k in a.keys().filter(|k| !b.contains_key(*k)) {
+                out.push(format!("{at}.{k} (removed)"));
+            }
+        }
+        (a, b) if a == b => {}
+        _ => out.push(if at.is_empty() {
+            ".".into()
+        } else {
+            at.to_string()
+        }),
+    }
+}
+
+fn apply(ctx: &Context, a: &DefinitionsApplyArgs) -> Result {
+    let cluster = cluster(ctx)?;
+    let mode = match a.dry_run.as_deref() {
+        None => None,
+        Some(m @ ("client" | "server")) => Some(m),
+        Some(other) => {
+            return Err(crate::exit::usage(format!(
+                "--dry-run must be client or server, not {other:?}"
+            )));
+        }
+    };
+    // What this wlmap holds (catalog and files), never what the cluster already has.
+    let reg = crate::defs::registry(&ctx.global.definitions, vec![])?;
+    let mut defs: Vec<_> = if a.all {
+        reg.iter().cloned().collect()
+    } else {
+        a.names
+            .iter()
+            .map(|n| {
+                reg.by_name(n).cloned().ok_or_else(|| {
+                    no_definition(format!(
+                        "no definition named {n:?}; `wlmap definitions` lists them"
+                    ))
+                })
+            })
+            .collect::<Result<_>>()?
+    };
+    defs.sort_by_key(|d| d.name());
+    let kind = wlmap_kube::Cluster::karta_kind();
+    let mut out = String::new();
+    for d in defs {
+        let obj = karta_object(d.karta());
+        let name = d.name();
+        let existing = match cluster.get(&kind, None, &name) {
+            Ok(v) => Some(v),
+            Err(wlmap_kube::Error::NotFound(_)) => None,
+            Err(e) => return Err(crate::cluster::failure(e)),
+        };
+        let mut changes = Vec::new();
+        if let Some(old) = &existing {
+            changed_paths(&old["spec"], &obj["spec"], ".spec", &mut changes);
+            for (k, v) in obj["metadata"]["labels"].as_object().into_iter().flatten() {
+                if old["metadata"]["labels"][k] != *v {
+                    changes.push(format!(".metadata.labels[{k:?}]"));
+                }
+            }
+        }
+        let verb = match (&existing, changes.is_empty()) {
+            (None, _) => "created",
+            (Some(_), true) => "unchanged",
+            (Some(_), false) => "configured",
+        };
+        if verb != "unchanged" && mode != Some("client") {
+            cluster
+                .apply(&kind, None, &name, &obj, MANAGER, mode == Some("server"))
+                .map_err(|e| match e {
+                    wlmap_kube::Error::NotFound(m) => crate::exit::not_found(format!(
+                        "{m} (is the kartas.run.ai CRD installed? crates/schema/crd/kartas.run.ai.yaml)"
+                    )),
+                    e => crate::cluster::failure(e),
+                })?;
+        }
+        let dry = mode.map(|m| format!(" ({m} dry run)")).unwrap_or_default();
+        out.push_str(&format!("karta.run.ai/{name} {verb}{dry}\n"));
+        for c in changes.iter().take(20) {
+            out.push_str(&format!("  ~ {c}\n"));
+        }
+        if changes.len() > 20 {
+            out.push_str(&format!("  ~ ... {} more\n", changes.len() - 20));
+        }
+    }
+    crate::write_stdout(&out);
+    Ok(())
+}
+
+fn delete(ctx: &Context, a: &DefinitionsDeleteArgs) -> Result {
+    let cluster = cluster(ctx)?;
+    let kind = wlmap_kube::Cluster::karta_kind();
+    let names: Vec<String> = if a.all {
+        // Only what wlmap applied: never a Karta someone else wrote.
+        cluster
+            .list(&kind, None)
+            .map_err(crate::cluster::failure)?
+            .iter()
+            .filter(|k| k["metadata"]["labels"]["app.kubernetes.io/managed-by"] == MANAGER)
+            .filter_map(|k| k["metadata"]["name"].as_str().map(String::from))
+            .collect()
+    } else {
+        a.names.clone()
+    };
+    let mut out = String::new();
+    for n in names {
+        let verb = if cluster
+            .delete(&kind, None, &n)
+            .map_err(crate::cluster::failure)?
+        {
+            "deleted"
+        } else {
+            "not found"
+        };
+        out.push_str(&format!("karta.run.ai/{n} {verb}\n"));
+    }
+    crate::write_stdout(&out);
+    Ok(())
 }
