@@ -34,7 +34,7 @@ done
 WH=$(free_port); PR=$(free_port)
 "$WLMAP" --kubeconfig "$WLMAP_TESTBED_KUBECONFIG" controller -n wlmap-system --identity bench \
   --webhook-address "127.0.0.1:$WH" --probe-address "127.0.0.1:$PR" \
-  --webhook-url "https://127.0.0.1:$WH/mutate-pods" --webhook-host 127.0.0.1 \
+  --webhook-url "https://127.0.0.1:$WH" --webhook-host 127.0.0.1 \
   2> "$TMP/controller.log" &
 CTL_PID=$!
 for _ in $(seq 1 200); do curl -sf "127.0.0.1:$PR/readyz" >/dev/null 2>&1 && break; sleep 0.1; done

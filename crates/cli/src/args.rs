@@ -117,7 +117,7 @@ pub enum Command {
     /// Run the controller: gang objects for every workload with gang instructions, and the
     /// pod admission webhook that puts each pod in its group (run as a Deployment).
     #[command(
-        after_help = "Examples:\n  wlmap controller --namespace wlmap-system --webhook-service wlmap-webhook\n  wlmap controller --scheduler volcano --tls-cert-file /certs/tls.crt --tls-key-file /certs/tls.key\n  wlmap controller --webhook-url https://127.0.0.1:9443/mutate-pods --webhook-host 127.0.0.1"
+        after_help = "Examples:\n  wlmap controller --namespace wlmap-system --webhook-service wlmap-webhook\n  wlmap controller --scheduler volcano --tls-cert-file /certs/tls.crt --tls-key-file /certs/tls.key\n  wlmap controller --webhook-url https://127.0.0.1:9443 --webhook-host 127.0.0.1"
     )]
     Controller(ControllerArgs),
     /// Compare the catalog with recorded states of real operators.
@@ -312,7 +312,8 @@ pub struct ControllerArgs {
     /// The Service's port.
     #[arg(long, default_value_t = 443)]
     pub webhook_service_port: u16,
-    /// A URL the API server reaches the webhook at (a controller outside the cluster).
+    /// The base URL the API server reaches the webhooks at, a controller outside the cluster
+    /// (paths /mutate-pods and /validate-kartas are appended).
     #[arg(long)]
     pub webhook_url: Option<String>,
     /// Extra names (DNS or IP) for the self-managed serving certificate (repeatable).

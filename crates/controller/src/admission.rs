@@ -109,3 +109,94 @@ pub fn answer(review: &Value, patch: Option<&Value>, warning: Option<&str>) -> V
     }
     json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response})
 }
+
+/// The answer refusing a review, with the message `kubectl` shows.
+///
+/// ```
+/// let review = serde_json::json!({"request": {"uid": "r1"}});
+/// let a = wlmap_controller::admission::refusal(&review, "no");
+/// assert_eq!(a["response"]["allowed"], false);
+/// assert_eq!(a["response"]["status"]["message"], "no");
+/// ```
+pub fn refusal(review: &Value, message: &str) -> Value {
+    json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": {
+        "uid": review["request"]["uid"], "allowed": false,
+        "status": {"code": 422, "reason": "Invalid", "message": message}}})
+}
+
+fn root_kind(karta: &Value) -> (String, String, String) {
+    let k = &karta["spec"]["structureDefinition"]["rootComponent"]["kind"];
+    let text = |f: &str| k[f].as_str().unwrap_or("").to_string();
+    (text("group"), text("version"), text("kind"))
+}
+
+fn gangs(karta: &Value) -> bool {
+    let g = &karta["spec"]["optimizationInstructions"]["gangScheduling"];
+    !g["podGroup"].is_null() || g["podGroups"].as_array().is_some_and(|a| !a.is_empty())
+}
+
+/// Judge a Karta being created or updated: what `wlmap validate` refuses (strict decoding,
+/// structure, expressions), a second Karta with gang instructions for a root kind that
+/// already has one (KAI Scheduler's pod-grouper drops both when two match), and a change of
+/// an existing Karta's root kind. An update that leaves the spec as it was (labels, status)
+/// is always allowed. `others` are the Kartas that exist, by name.
+///
+/// ```
+/// use serde_json::json;
+/// let karta = |name: &str, kind: &str| json!({"apiVersion": "run.ai/v1alpha1", "kind": "Karta",
+///     "metadata": {"name": name}, "spec": {"structureDefinition": {"rootComponent": {"name": "r",
+///         "kind": {"group": "example.io", "version": "v1", "kind": kind},
+///         "specDefinition": {"podTemplateSpecPath": ".spec.template"},
+///         "statusDefinition": {"phaseDefinition": {"path": ".status.phase"},
+///             "statusMappings": {"running": [{"byPhase": "Running"}]}}}},
+///         "optimizationInstructions": {"gangScheduling": {"podGroup": {"name": "gang"}}}}});
+/// let review = |obj: serde_json::Value, old: serde_json::Value| json!({"request": {"uid": "u",
+///     "operation": if old.is_null() { "CREATE" } else { "UPDATE" },
+///     "kind": {"group": "run.ai", "version": "v1alpha1", "kind": "Karta"}, "object": obj, "oldObject": old}});
+/// let others = std::collections::BTreeMap::from([("a".to_string(), karta("a", "Widget"))]);
+/// use wlmap_controller::admission::judge_karta;
+/// assert!(judge_karta(&review(karta("b", "Gadget"), serde_json::Value::Null), &others).is_ok());
+/// let twice = judge_karta(&review(karta("b", "Widget"), serde_json::Value::Null), &others);
+/// assert!(twice.unwrap_err().contains("already"));
+/// let moved = judge_karta(&review(karta("a", "Gadget"), karta("a", "Widget")), &others);
+/// assert!(moved.unwrap_err().contains("root kind"));
+/// ```
+pub fn judge_karta(
+    review: &Value,
+    others: &std::collections::BTreeMap<String, Value>,
+) -> Result<(), String> {
+    let req = &review["request"];
+    let obj = &req["object"];
+    let old = &req["oldObject"];
+    if req["operation"] == "UPDATE" && obj["spec"] == old["spec"] {
+        return Ok(());
+    }
+    let name = obj["metadata"]["name"].as_str().unwrap_or("?");
+    let karta = wlmap_schema::decode(&obj.to_string(), &format!("kartas.run.ai/{name}"))
+        .map_err(|e| e.to_string())?
+        .into_iter()
+        .next()
+        .ok_or("no definition")?;
+    wlmap_engine::Definition::compile(karta, wlmap_engine::Origin::Cluster)
+        .map_err(|e| e.to_string())?;
+    let kind = root_kind(obj);
+    if req["operation"] == "UPDATE" && !old.is_null() && root_kind(old) != kind {
+        let was = root_kind(old);
+        return Err(format!(
+            "the root kind of a Karta cannot change (was {}/{} {}, now {}/{} {}): create another Karta",
+            was.0, was.1, was.2, kind.0, kind.1, kind.2
+        ));
+    }
+    if gangs(obj) {
+        let clash = others
+            .iter()
+            .find(|(n, k)| n.as_str() != name && root_kind(k) == kind && gangs(k));
+        if let Some((other, _)) = clash {
+            return Err(format!(
+                "Karta {other} already gives gang instructions for {}/{} {}: KAI Scheduler drops both when two match; change that one instead",
+                kind.0, kind.1, kind.2
+            ));
+        }
+    }
+    Ok(())
+}

@@ -21,6 +21,8 @@ pub struct Metrics {
     /// Pods of a workload with gang instructions let through without a group, by reason:
     /// `owner_not_found`, `evaluation`, `not_a_member`.
     pub pods_unplaced: Family<Labels, Counter>,
+    /// Karta reviews answered, by result: `allowed`, `denied`.
+    pub karta_reviews: Family<Labels, Counter>,
     /// Owners the webhook fetched because the watch had not brought them yet.
     pub owner_fetches: Counter,
     /// Workload reconciles, by result: `applied`, `unchanged`, `conflict`, `error`.
@@ -58,6 +60,7 @@ impl Metrics {
         let reconciles = Family::<Labels, Counter>::default();
         let writes = Family::<Labels, Counter>::default();
         let owner_fetches = Counter::default();
+        let karta_reviews = Family::<Labels, Counter>::default();
         // 50 µs to about 0.5 s in steps of 1.5×: fine enough to read a p99 against 5 ms.
         let admission_duration = Histogram::new(exponential_buckets(0.00005, 1.5, 24));
         let (leader, workloads, pods_ungrouped) =
@@ -77,6 +80,11 @@ impl Metrics {
             "wlmap_admission_pods_unplaced",
             "Pods of workloads with gang instructions let through without a group, by reason",
             pods_unplaced.clone(),
+        );
+        registry.register(
+            "wlmap_admission_karta_reviews",
+            "Karta admission reviews answered, by result",
+            karta_reviews.clone(),
         );
         registry.register(
             "wlmap_admission_owner_fetches",
@@ -114,6 +122,7 @@ impl Metrics {
             admission_duration,
             pods_unplaced,
             owner_fetches,
+            karta_reviews,
             reconciles,
             writes,
             pods_ungrouped,

@@ -271,29 +271,35 @@ async fn authority(shared: &Shared) -> Result<Authority, String> {
     Err(format!("Secret {CA_SECRET}: neither read nor created"))
 }
 
-/// The MutatingWebhookConfiguration for pods, with this CA's bundle (server-side apply: the
-/// same content from every replica, so they never fight).
-///
-/// ```
-/// let opts_endpoint = wlmap_controller::run::Endpoint::Url("https://127.0.0.1:9443/mutate-pods".into());
-/// let c = wlmap_controller::run::webhook_config("wlmap", &opts_endpoint, "wlmap-system", "PEM");
-/// let w = &c["webhooks"][0];
-/// assert_eq!(w["failurePolicy"], "Ignore");
-/// assert_eq!(w["rules"][0]["operations"][0], "CREATE");
-/// ```
-pub fn webhook_config(name: &str, endpoint: &Endpoint, own_namespace: &str, ca_pem: &str) -> Value {
-    use base64::Engine;
-    let bundle = base64::engine::general_purpose::STANDARD.encode(ca_pem);
-    let client_config = match endpoint {
-        Endpoint::Url(u) => json!({"url": u, "caBundle": bundle}),
+/// Where the API server reaches one of the webhook's paths.
+fn client_config(endpoint: &Endpoint, path: &str, bundle: &str) -> Value {
+    match endpoint {
+        Endpoint::Url(base) => {
+            json!({"url": format!("{}{path}", base.trim_end_matches('/')), "caBundle": bundle})
+        }
         Endpoint::Service {
             namespace,
             name,
             port,
-        } => json!({"service": {
-            "namespace": namespace, "name": name, "path": crate::serve::MUTATE_PODS, "port": port},
+        } => json!({"service": {"namespace": namespace, "name": name, "path": path, "port": port},
             "caBundle": bundle}),
-    };
+    }
+}
+
+/// The MutatingWebhookConfiguration for pods, with this CA's bundle (server-side apply: the
+/// same content from every replica, so they never fight).
+///
+/// ```
+/// let endpoint = wlmap_controller::run::Endpoint::Url("https://127.0.0.1:9443".into());
+/// let c = wlmap_controller::run::webhook_config("wlmap", &endpoint, "wlmap-system", "PEM");
+/// let w = &c["webhooks"][0];
+/// assert_eq!(w["failurePolicy"], "Ignore");
+/// assert_eq!(w["rules"][0]["operations"][0], "CREATE");
+/// assert_eq!(w["clientConfig"]["url"], "https://127.0.0.1:9443/mutate-pods");
+/// ```
+pub fn webhook_config(name: &str, endpoint: &Endpoint, own_namespace: &str, ca_pem: &str) -> Value {
+    use base64::Engine;
+    let bundle = base64::engine::general_purpose::STANDARD.encode(ca_pem);
     json!({
         "apiVersion": "admissionregistration.k8s.io/v1",
         "kind": "MutatingWebhookConfiguration",
@@ -307,7 +313,7 @@ pub fn webhook_config(name: &str, endpoint: &Endpoint, own_namespace: &str, ca_p
             "timeoutSeconds": 2,
             "matchPolicy": "Equivalent",
             "reinvocationPolicy": "Never",
-            "clientConfig": client_config,
+            "clientConfig": client_config(endpoint, crate::serve::MUTATE_PODS, &bundle),
             "rules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"],
                 "resources": ["pods"], "scope": "Namespaced"}],
             // The control plane's pods and the controller's own are never held up by it.
@@ -317,27 +323,63 @@ pub fn webhook_config(name: &str, endpoint: &Endpoint, own_namespace: &str, ca_p
     })
 }
 
+/// The ValidatingWebhookConfiguration for Kartas (same name, same CA): a Karta that would not
+/// load, a second gang Karta for one kind, or a changed root kind is refused. It fails open
+/// like the pod webhook: with the controller away a Karta is accepted, and its `Valid`
+/// condition says what is wrong once the controller is back.
+///
+/// ```
+/// let endpoint = wlmap_controller::run::Endpoint::Url("https://127.0.0.1:9443".into());
+/// let c = wlmap_controller::run::karta_webhook_config("wlmap", &endpoint, "PEM");
+/// assert_eq!(c["webhooks"][0]["rules"][0]["resources"][0], "kartas");
+/// assert_eq!(c["webhooks"][0]["clientConfig"]["url"], "https://127.0.0.1:9443/validate-kartas");
+/// ```
+pub fn karta_webhook_config(name: &str, endpoint: &Endpoint, ca_pem: &str) -> Value {
+    use base64::Engine;
+    let bundle = base64::engine::general_purpose::STANDARD.encode(ca_pem);
+    json!({
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingWebhookConfiguration",
+        "metadata": {"name": name, "labels": {"app.kubernetes.io/managed-by": "wlmap"}},
+        "webhooks": [{
+            "name": "kartas.wlmap.run.ai",
+            "admissionReviewVersions": ["v1"],
+            "sideEffects": "None",
+            "failurePolicy": "Ignore",
+            "timeoutSeconds": 2,
+            "matchPolicy": "Equivalent",
+            "clientConfig": client_config(endpoint, crate::serve::VALIDATE_KARTAS, &bundle),
+            "rules": [{"apiGroups": ["run.ai"], "apiVersions": ["v1alpha1"],
+                "operations": ["CREATE", "UPDATE"], "resources": ["kartas"], "scope": "Cluster"}]
+        }]
+    })
+}
+
 async fn keep_webhook_config(shared: &Shared, ca: &Authority) -> Result<(), String> {
     let o = &shared.opts;
-    let config = webhook_config(&o.webhook_config, &o.endpoint, &o.namespace, &ca.cert_pem);
-    let ar = ApiResource::from_gvk_with_plural(
-        &kube::api::GroupVersionKind::gvk(
-            "admissionregistration.k8s.io",
-            "v1",
-            "MutatingWebhookConfiguration",
-        ),
-        "mutatingwebhookconfigurations",
-    );
-    let api: kube::Api<DynamicObject> = kube::Api::all_with(shared.client.clone(), &ar);
     let params = PatchParams::apply(crate::reconcile::FIELD_MANAGER).force();
-    api.patch(&o.webhook_config, &params, &Patch::Apply(&config))
-        .await
-        .map_err(|e| {
-            format!(
-                "apply MutatingWebhookConfiguration {}: {e}",
-                o.webhook_config
-            )
-        })?;
+    let configs = [
+        (
+            "MutatingWebhookConfiguration",
+            "mutatingwebhookconfigurations",
+            webhook_config(&o.webhook_config, &o.endpoint, &o.namespace, &ca.cert_pem),
+        ),
+        (
+            "ValidatingWebhookConfiguration",
+            "validatingwebhookconfigurations",
+            karta_webhook_config(&o.webhook_config, &o.endpoint, &ca.cert_pem),
+        ),
+    ];
+    for (kind, plural, config) in configs {
+        let ar = ApiResource::from_gvk_with_plural(
+            &kube::api::GroupVersionKind::gvk("admissionregistration.k8s.io", "v1", kind),
+            plural,
+        );
+        let api: kube::Api<DynamicObject> = kube::Api::all_with(shared.client.clone(), &ar);
+        api.patch(&o.webhook_config, &params, &Patch::Apply(&config))
+            .await
+            .map_err(|e| format!("apply {kind} {}: {e}", o.webhook_config))?;
+    }
     Ok(())
 }
 

@@ -13,8 +13,11 @@ use tokio::sync::watch;
 use tokio_rustls::TlsAcceptor;
 use tokio_rustls::rustls::ServerConfig;
 
-/// The webhook's path.
+/// The pod webhook's path.
 pub const MUTATE_PODS: &str = "/mutate-pods";
+
+/// The Karta webhook's path.
+pub const VALIDATE_KARTAS: &str = "/validate-kartas";
 
 /// Reviews are small (one pod); anything bigger is refused before it is read.
 const MAX_BODY: usize = 4 << 20;
@@ -61,7 +64,8 @@ pub async fn webhook(
 }
 
 async fn mutate(shared: &Arc<Shared>, req: Request<Incoming>) -> Response<Body> {
-    if req.method() != Method::POST || req.uri().path() != MUTATE_PODS {
+    let path = req.uri().path().to_string();
+    if req.method() != Method::POST || (path != MUTATE_PODS && path != VALIDATE_KARTAS) {
         return reply(StatusCode::NOT_FOUND, "text/plain", "not found\n");
     }
     let body = match Limited::new(req.into_body(), MAX_BODY).collect().await {
@@ -83,7 +87,11 @@ async fn mutate(shared: &Arc<Shared>, req: Request<Incoming>) -> Response<Body> 
             );
         }
     };
-    let answer = crate::webhook::review(shared, &review).await;
+    let answer = if path == MUTATE_PODS {
+        crate::webhook::review(shared, &review).await
+    } else {
+        crate::webhook::review_karta(shared, &review)
+    };
     reply(StatusCode::OK, "application/json", answer.to_string())
 }
 

@@ -16,7 +16,25 @@ use wlmap_schema::GroupKind;
 /// review a couple of seconds).
 const FETCH_TIMEOUT: Duration = Duration::from_millis(800);
 
-/// Answer one AdmissionReview.
+/// Answer one AdmissionReview of a Karta.
+pub fn review_karta(shared: &Arc<Shared>, review: &Value) -> Value {
+    let verdict = {
+        let kartas = shared.kartas.read().unwrap_or_else(|e| e.into_inner());
+        crate::admission::judge_karta(review, &kartas)
+    };
+    match verdict {
+        Ok(()) => {
+            Metrics::count(&shared.metrics.karta_reviews, "result", "allowed");
+            answer(review, None, None)
+        }
+        Err(why) => {
+            Metrics::count(&shared.metrics.karta_reviews, "result", "denied");
+            crate::admission::refusal(review, &why)
+        }
+    }
+}
+
+/// Answer one AdmissionReview of a pod.
 pub async fn review(shared: &Arc<Shared>, review: &Value) -> Value {
     let start = Instant::now();
     let (result, answer) = decide(shared, review).await;

@@ -89,7 +89,7 @@ impl Controller {
                 "--probe-address",
                 &format!("127.0.0.1:{probes}"),
                 "--webhook-url",
-                &format!("https://127.0.0.1:{webhook}/mutate-pods"),
+                &format!("https://127.0.0.1:{webhook}"),
                 "--webhook-host",
                 "127.0.0.1",
                 "--webhook-config",
@@ -145,15 +145,15 @@ impl Drop for Controller {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
-        let _ = Command::new(&self.kubectl)
-            .args([
-                "--kubeconfig",
-                &self.kubeconfig,
-                "delete",
-                "mutatingwebhookconfiguration",
-            ])
-            .args([&self.webhook_config, "--ignore-not-found"])
-            .output();
+        for kind in [
+            "mutatingwebhookconfiguration",
+            "validatingwebhookconfiguration",
+        ] {
+            let _ = Command::new(&self.kubectl)
+                .args(["--kubeconfig", &self.kubeconfig, "delete", kind])
+                .args([&self.webhook_config, "--ignore-not-found"])
+                .output();
+        }
     }
 }
 
@@ -884,14 +884,14 @@ fn definitions_applied_are_found_as_kai_finds_them() {
     let v = json(&tb.wlmap(&["get", "job/j", "-n", ns, "-o", "json"]));
     assert_eq!(v["items"][0]["definition"]["origin"], "cluster", "{v}");
 
-    // The controller labels a Karta applied by hand and says whether each one is valid and
-    // whether its kind is served.
-    let _ctl = Controller::start(&tb, "defs", "wlmap-defs");
+    // A broken Karta applied by hand before the controller (and its webhook) runs; then the
+    // controller labels it and says whether each Karta is valid and whether its kind is served.
     let bad = json!({"apiVersion": "run.ai/v1alpha1", "kind": "Karta", "metadata": {"name": "by-hand"},
         "spec": {"structureDefinition": {"rootComponent": {"name": "w",
             "kind": {"group": "example.io", "version": "v1", "kind": "Widget"},
             "specDefinition": {"podTemplateSpecPath": ".spec.template | ("}}}}});
     tb.kubectl(&["apply", "-f", "-"], Some(&bad.to_string()));
+    let ctl = Controller::start(&tb, "defs", "wlmap-defs");
     let condition = |karta: &str, t: &str| {
         let k = tb.get_json(&["get", "karta", karta]);
         k["status"]["conditions"]
@@ -920,6 +920,55 @@ fn definitions_applied_are_found_as_kai_finds_them() {
         condition(name, "Valid")["status"] == "True"
             && condition(name, "KindServed")["status"] == "True"
     });
+
+    // The Karta webhook: a broken Karta, a second gang Karta for Jobs and a moved root kind are
+    // refused with the reason (kubectl shows it); a good one passes.
+    let apply = |karta: &Value| {
+        wlmap_e2e::run(
+            &tb.kubectl,
+            &["--kubeconfig", &tb.kubeconfig, "apply", "-f", "-"],
+            Some(&karta.to_string()),
+        )
+    };
+    let refused = |o: &std::process::Output, why: &str| {
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            !o.status.success() && err.contains("denied the request") && err.contains(why),
+            "{err}"
+        );
+    };
+    let mut broken = bad.clone();
+    broken["metadata"]["name"] = json!("broken");
+    refused(&apply(&broken), "podTemplateSpecPath");
+    let widget = |kind: &str, gang: bool| {
+        let mut k = json!({"apiVersion": "run.ai/v1alpha1", "kind": "Karta", "metadata": {"name": "widget"},
+            "spec": {"structureDefinition": {"rootComponent": {"name": "w",
+                "kind": {"group": "batch", "version": "v1", "kind": kind},
+                "specDefinition": {"podTemplateSpecPath": ".spec.template"},
+                "statusDefinition": {"phaseDefinition": {"path": ".status.phase"},
+                    "statusMappings": {"running": [{"byPhase": "Running"}]}}}}}});
+        if gang {
+            k["spec"]["optimizationInstructions"] =
+                json!({"gangScheduling": {"podGroup": {"name": "g"}}});
+        }
+        k
+    };
+    refused(
+        &apply(&widget("Job", true)),
+        "already gives gang instructions",
+    );
+    let ok = apply(&widget("Job", false));
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+    refused(
+        &apply(&widget("CronJob", false)),
+        "root kind of a Karta cannot change",
+    );
+    assert!(ctl.metric(r#"wlmap_admission_karta_reviews_total{result="denied"}"#) >= 3.0);
+    tb.kubectl(&["delete", "karta", "widget"], None);
 
     // Delete --all removes what wlmap applied, never the Karta someone applied by hand.
     let deleted = text(&tb.wlmap(&["definitions", "delete", "--all"]));
