@@ -6,7 +6,8 @@
 #   e2e         the end-to-end and fault tests against a real kube-apiserver (testbed/)
 #   scheduling  the end-to-end tests on a testbed that schedules: kube-scheduler with gang
 #               scheduling, KWOK GPU nodes, the real Job controller and KubeRay operator,
-#               and `wlmap controller` (gang objects, pod webhook) against them
+#               and `wlmap controller` (gang objects, webhooks) against them, run with the
+#               Helm chart's RBAC (helm lint and template too)
 # A tier that cannot run (no Go for the testbed, no conformance recordings) is skipped loudly;
 # with CI=true it fails the run instead. WLMAP_SKIP_E2E=1 skips both testbed tiers (not in CI).
 # Switches that rewrite golden files or narrow the cases (WLMAP_BLESS, WLMAP_FIXTURE,
@@ -64,7 +65,7 @@ else
   tier e2e testbed/with-testbed.sh cargo test -p wlmap-e2e --locked --test e2e --test faults \
     -- --include-ignored --test-threads=1
   tier scheduling env WLMAP_TESTBED_OPERATORS=kuberay testbed/with-testbed.sh \
-    cargo test -p wlmap-e2e --locked --test scheduling --test controller -- --include-ignored --test-threads=1
+    cargo test -p wlmap-e2e --locked --test scheduling --test controller --test chart -- --include-ignored --test-threads=1
 fi
 
 # Counts per tier from the runners' own closing lines.

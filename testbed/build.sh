@@ -102,10 +102,12 @@ build_kubernetes() {
 # Components with a Go module of their own, each built from its published module at a
 # pinned version (`go install MODULE/PKG@VERSION` uses that module's go.mod and go.sum,
 # checked against the checksum database), plus the manifests the testbed applies from it.
-#   name | package@version | binary | manifests directory inside the module (copied to $OUT/NAME/)
+#   name | package@version | binary | manifests directory inside the module (copied to $OUT/NAME/;
+#   empty: none)
 ADDONS=(
   "kwok|sigs.k8s.io/kwok/cmd/kwok@v0.8.0|kwok|kustomize/stage"
   "kuberay|github.com/ray-project/kuberay/ray-operator@v1.5.0|ray-operator|config/crd/bases"
+  "helm|helm.sh/helm/v4/cmd/helm@v4.3.1|helm|"
 )
 
 build_addon() { # NAME PKG@VERSION BINARY MANIFESTS
@@ -121,16 +123,19 @@ build_addon() { # NAME PKG@VERSION BINARY MANIFESTS
   GOBIN="$tmp" GOFLAGS="" "${NICE[@]}" go install -trimpath -ldflags "-s -w" "$pkg" \
     || { rm -rf "$tmp"; die "go install $pkg failed"; }
   [ -x "$tmp/$binary" ] || { rm -rf "$tmp"; die "go install $pkg did not produce $binary"; }
-  mod="${pkg%@*}"; mod="${mod%/cmd/*}"
-  dir="$(GOFLAGS="" go list -m -f '{{.Dir}}' "$mod@${pkg##*@}" 2>/dev/null || true)"
-  [ -n "$dir" ] || dir="$(go env GOMODCACHE)/$mod@${pkg##*@}"
-  [ -d "$dir/$manifests" ] || { rm -rf "$tmp"; die "$name: no $manifests in $dir"; }
   mkdir -p "$BIN"
-  mv -f "$tmp/$binary" "$BIN/$binary"
-  rm -rf "$tmp" "$OUT/$name"
+  rm -rf "$OUT/$name"
   mkdir -p "$OUT/$name"
-  cp -r "$dir/$manifests"/. "$OUT/$name/"
-  chmod -R u+w "$OUT/$name"
+  if [ -n "$manifests" ]; then
+    mod="${pkg%@*}"; mod="${mod%/cmd/*}"
+    dir="$(GOFLAGS="" go list -m -f '{{.Dir}}' "$mod@${pkg##*@}" 2>/dev/null || true)"
+    [ -n "$dir" ] || dir="$(go env GOMODCACHE)/$mod@${pkg##*@}"
+    [ -d "$dir/$manifests" ] || { rm -rf "$tmp"; die "$name: no $manifests in $dir"; }
+    cp -r "$dir/$manifests"/. "$OUT/$name/"
+    chmod -R u+w "$OUT/$name"
+  fi
+  mv -f "$tmp/$binary" "$BIN/$binary"
+  rm -rf "$tmp"
   echo "$want" > "$OUT/$name.stamp"
   log "built $name in $(( $(date +%s) - start ))s"
 }

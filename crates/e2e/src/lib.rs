@@ -3,6 +3,9 @@
 //! controllers leave them (objects created, then status written through the status
 //! subresource, ownerReferences re-pointed at the uids the server assigned).
 
+pub mod controller;
+
+pub use controller::{Controller, jobset_jobs};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -159,6 +162,20 @@ impl Testbed {
             "restart: {}",
             String::from_utf8_lossy(&r.stderr)
         );
+    }
+
+    /// A kubeconfig for the same server, authenticated by this bearer token (a
+    /// ServiceAccount's, from `kubectl create token`), written next to the admin one; its path.
+    pub fn kubeconfig_with_token(&self, token: &str, file: &str) -> String {
+        let text = std::fs::read_to_string(&self.kubeconfig).expect("admin kubeconfig");
+        let mut kc: Value = serde_saphyr::from_str(&text).expect("kubeconfig YAML");
+        for u in kc["users"].as_array_mut().into_iter().flatten() {
+            u["user"] = serde_json::json!({"token": token});
+        }
+        let dir = Path::new(&self.kubeconfig).parent().expect("testbed dir");
+        let path = dir.join(file);
+        std::fs::write(&path, kc.to_string()).expect("write kubeconfig");
+        path.to_string_lossy().into_owned()
     }
 
     /// Create a namespace unless it exists.

@@ -7,9 +7,7 @@
 
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
-use std::io::{Read, Write};
-use std::process::{Child, Command, Stdio};
-use wlmap_e2e::{Testbed, gpu_container, json, testbed_crds};
+use wlmap_e2e::{Controller, Testbed, gpu_container, jobset_jobs, json, testbed_crds};
 
 fn testbed() -> Testbed {
     let tb = Testbed::from_env();
@@ -19,142 +17,6 @@ fn testbed() -> Testbed {
         "these tests need a testbed started with WLMAP_TESTBED_SCHEDULING=1"
     );
     tb
-}
-
-/// A free local port (bound, then released for the controller to take).
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
-}
-
-/// `GET path` on a local plain-HTTP port: status code and body.
-fn http_get(port: u16, path: &str) -> Option<(u16, String)> {
-    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
-    s.set_read_timeout(Some(std::time::Duration::from_secs(5)))
-        .ok()?;
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
-    )
-    .ok()?;
-    let mut out = String::new();
-    s.read_to_string(&mut out).ok()?;
-    let code = out.split_whitespace().nth(1)?.parse().ok()?;
-    let body = out.split_once("\r\n\r\n").map(|(_, b)| b.to_string())?;
-    Some((code, body))
-}
-
-/// One controller replica, killed when dropped (its webhook configuration deleted with it,
-/// so the tests that follow create pods as if it never ran).
-struct Controller {
-    child: Child,
-    probes: u16,
-    kubectl: String,
-    kubeconfig: String,
-    webhook_config: String,
-}
-
-impl Controller {
-    fn start(tb: &Testbed, identity: &str, webhook_config: &str) -> Controller {
-        Controller::start_with(tb, identity, webhook_config, &[])
-    }
-
-    /// Start one with more flags.
-    fn start_with(
-        tb: &Testbed,
-        identity: &str,
-        webhook_config: &str,
-        extra: &[&str],
-    ) -> Controller {
-        let (webhook, probes) = (free_port(), free_port());
-        // Kept after the run (the testbed's directory is not) for a failing test to be read.
-        let log = std::fs::File::create(format!(
-            "{}/controller-{identity}.log",
-            env!("CARGO_TARGET_TMPDIR")
-        ))
-        .expect("log file");
-        let child = Command::new(wlmap_e2e::wlmap_bin())
-            .args([
-                "--kubeconfig",
-                tb.kubeconfig.as_str(),
-                "controller",
-                "-n",
-                "wlmap-system",
-                "--identity",
-                identity,
-                "--webhook-address",
-                &format!("127.0.0.1:{webhook}"),
-                "--probe-address",
-                &format!("127.0.0.1:{probes}"),
-                "--webhook-url",
-                &format!("https://127.0.0.1:{webhook}"),
-                "--webhook-host",
-                "127.0.0.1",
-                "--webhook-config",
-                webhook_config,
-                "--lease-duration",
-                "6",
-                "--renew-every",
-                "2",
-            ])
-            .args(extra)
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .expect("wlmap controller starts");
-        let c = Controller {
-            child,
-            probes,
-            kubectl: tb.kubectl.clone(),
-            kubeconfig: tb.kubeconfig.clone(),
-            webhook_config: webhook_config.to_string(),
-        };
-        tb.wait_for("the controller ready", 120, || {
-            http_get(c.probes, "/readyz").is_some_and(|(code, _)| code == 200)
-        });
-        c
-    }
-
-    /// Kill the process at once (no Lease release), leaving its webhook configuration behind,
-    /// as a crashed replica does.
-    fn crash(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-
-    /// Stop it with SIGTERM and wait for it to exit.
-    fn terminate(&mut self) {
-        let pid = self.child.id().to_string();
-        let _ = Command::new("kill").args(["-TERM", &pid]).status();
-        let status = self.child.wait().expect("the controller exits");
-        assert!(status.success(), "a clean exit on SIGTERM: {status}");
-    }
-
-    /// The value of a metric line (`name{labels}` exactly as exported), 0 when absent.
-    fn metric(&self, series: &str) -> f64 {
-        let (_, body) = http_get(self.probes, "/metrics").expect("metrics");
-        body.lines()
-            .find_map(|l| l.strip_prefix(series).and_then(|v| v.trim().parse().ok()))
-            .unwrap_or(0.0)
-    }
-}
-
-impl Drop for Controller {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        for kind in [
-            "mutatingwebhookconfiguration",
-            "validatingwebhookconfiguration",
-        ] {
-            let _ = Command::new(&self.kubectl)
-                .args(["--kubeconfig", &self.kubeconfig, "delete", kind])
-                .args([&self.webhook_config, "--ignore-not-found"])
-                .output();
-        }
-    }
 }
 
 /// The names of the v1.37 PodGroups in a namespace.
@@ -169,52 +31,6 @@ fn pod_groups(tb: &Testbed, ns: &str) -> Vec<String> {
             .collect();
     names.sort();
     names
-}
-
-/// The JobSet's Jobs as the JobSet controller makes them (kubernetes-sigs/jobset
-/// pkg/controllers/jobset_controller.go, constructJob and labelAndAnnotateObject): named
-/// `<jobset>-<replicatedJob>-<index>`, labelled on the Job and its pod template, controlled by
-/// the JobSet.
-fn jobset_jobs(jobset: &Value) -> Vec<Value> {
-    let name = jobset["metadata"]["name"].as_str().expect("name");
-    let uid = jobset["metadata"]["uid"].as_str().expect("uid");
-    let ns = jobset["metadata"]["namespace"].as_str().expect("namespace");
-    let mut out = Vec::new();
-    let mut global = 0;
-    for rj in jobset["spec"]["replicatedJobs"]
-        .as_array()
-        .expect("replicatedJobs")
-    {
-        let rname = rj["name"].as_str().expect("name");
-        let replicas = rj["replicas"].as_u64().unwrap_or(1);
-        for i in 0..replicas {
-            let labels = json!({
-                "jobset.sigs.k8s.io/jobset-name": name,
-                "jobset.sigs.k8s.io/jobset-uid": uid,
-                "jobset.sigs.k8s.io/replicatedjob-name": rname,
-                "jobset.sigs.k8s.io/replicatedjob-replicas": replicas.to_string(),
-                "jobset.sigs.k8s.io/job-index": i.to_string(),
-                "jobset.sigs.k8s.io/job-global-index": global.to_string(),
-                "jobset.sigs.k8s.io/restart-attempt": "0"});
-            global += 1;
-            let mut spec = rj["template"]["spec"].clone();
-            let mut pod_labels = labels.clone();
-            if let (Some(l), Some(own)) = (
-                pod_labels.as_object_mut(),
-                spec["template"]["metadata"]["labels"].as_object(),
-            ) {
-                l.extend(own.clone());
-            }
-            spec["template"]["metadata"] = json!({"labels": pod_labels, "annotations": labels});
-            out.push(json!({"apiVersion": "batch/v1", "kind": "Job",
-                "metadata": {"name": format!("{name}-{rname}-{i}"), "namespace": ns,
-                    "labels": labels, "annotations": labels,
-                    "ownerReferences": [{"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
-                        "name": name, "uid": uid, "controller": true, "blockOwnerDeletion": true}]},
-                "spec": spec}));
-        }
-    }
-    out
 }
 
 /// The JobSet controller's status: per replicatedJob, the ready and active Jobs.

@@ -1,0 +1,212 @@
+//! The Helm chart (`charts/wlmap`): `helm lint` and `helm template` (helm v4 built by
+//! testbed/build.sh), its CRD equal to the generated one, its values schema enforced, and the
+//! controller run outside the testbed with exactly the ServiceAccount and RBAC the chart
+//! renders, so a missing permission fails the test. Run through
+//! `WLMAP_TESTBED_SCHEDULING=1 testbed/with-testbed.sh cargo test -p wlmap-e2e --test chart -- --include-ignored`
+//! (scripts/test.sh does).
+
+use serde_json::{Value, json};
+use std::path::PathBuf;
+use wlmap_e2e::{Testbed, gpu_container, testbed_crds};
+
+fn chart() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../charts/wlmap")
+}
+
+fn helm(args: &[&str]) -> std::process::Output {
+    let bin =
+        std::env::var("WLMAP_TESTBED_BIN").expect("WLMAP_TESTBED_BIN (testbed/with-testbed.sh)");
+    wlmap_e2e::run(&format!("{bin}/helm"), args, None)
+}
+
+/// `helm template` of the chart with these `--set` values: the documents, parsed.
+fn render(release_ns: &str, set: &[&str]) -> Vec<Value> {
+    let path = chart();
+    let mut args = vec![
+        "template",
+        "wlmap",
+        path.to_str().expect("utf8"),
+        "-n",
+        release_ns,
+        "--include-crds",
+    ];
+    for s in set {
+        args.extend(["--set", s]);
+    }
+    let o = helm(&args);
+    assert!(
+        o.status.success(),
+        "helm template: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let text = String::from_utf8_lossy(&o.stdout).into_owned();
+    wlmap_schema::decode_objects(&text, "rendered").expect("rendered YAML")
+}
+
+#[test]
+#[ignore = "needs the testbed's helm (see the file's doc)"]
+fn the_chart_lints_renders_and_refuses_bad_values() {
+    let path = chart();
+    let path = path.to_str().expect("utf8");
+    for set in [
+        &[][..],
+        &[
+            "webhook.certManager.enabled=true",
+            "serviceMonitor.enabled=true",
+        ],
+    ] {
+        let mut args = vec!["lint", path, "--strict"];
+        for s in set {
+            args.extend(["--set", s]);
+        }
+        let o = helm(&args);
+        assert!(
+            o.status.success(),
+            "helm lint {set:?}: {}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+    // The CRD the chart installs is the one generated from the types.
+    let docs = render("wlmap-system", &[]);
+    let crd = docs
+        .iter()
+        .find(|d| d["kind"] == "CustomResourceDefinition")
+        .expect("the CRD");
+    let generated = std::fs::read_to_string(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../schema/crd/kartas.run.ai.yaml"),
+    )
+    .expect("CRD");
+    let generated = &wlmap_schema::decode_objects(&generated, "crd").expect("CRD")[0];
+    assert_eq!(crd, generated, "charts/wlmap/crds is the generated CRD");
+    // The controller runs non-root, read-only, with probes.
+    let deploy = docs
+        .iter()
+        .find(|d| d["kind"] == "Deployment")
+        .expect("Deployment");
+    let pod = &deploy["spec"]["template"]["spec"];
+    assert_eq!(pod["securityContext"]["runAsNonRoot"], true, "{pod}");
+    let c = &pod["containers"][0];
+    assert_eq!(c["securityContext"]["readOnlyRootFilesystem"], true, "{c}");
+    assert_eq!(c["readinessProbe"]["httpGet"]["path"], "/readyz", "{c}");
+    assert!(docs.iter().any(|d| d["kind"] == "PodDisruptionBudget"));
+    // Without cert-manager the controller writes its webhook configurations; with it, the
+    // chart does, with the CA injector's annotation.
+    assert!(
+        !docs
+            .iter()
+            .any(|d| d["kind"] == "MutatingWebhookConfiguration")
+    );
+    let cm = render("wlmap-system", &["webhook.certManager.enabled=true"]);
+    let mwc = cm
+        .iter()
+        .find(|d| d["kind"] == "MutatingWebhookConfiguration")
+        .expect("MWC");
+    assert_eq!(
+        mwc["metadata"]["annotations"]["cert-manager.io/inject-ca-from"],
+        "wlmap-system/wlmap-webhook"
+    );
+    assert!(cm.iter().any(|d| d["kind"] == "Certificate"));
+    // The values schema refuses what the controller would not accept.
+    let o = helm(&["template", "wlmap", path, "--set", "scheduler=kai"]);
+    assert!(!o.status.success(), "an unknown scheduler is refused");
+    let o = helm(&["template", "wlmap", path, "--set", "replicas=3"]);
+    assert!(!o.status.success(), "an unknown value is refused");
+}
+
+/// The controller as the chart's ServiceAccount, with the chart's RBAC and nothing more: it
+/// lists and watches, leads, writes a PodGroup, puts pods in their group, labels Kartas, and
+/// never meets a refusal.
+#[test]
+#[ignore = "needs the scheduling testbed (see the file's doc)"]
+fn the_controller_needs_no_more_than_the_chart_grants() {
+    let tb = Testbed::from_env();
+    let ns = "wlmap-rbac";
+    tb.namespace(ns);
+    tb.apply_file(
+        &PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../schema/crd/kartas.run.ai.yaml"),
+    );
+    tb.apply_file(&testbed_crds().join("jobset.x-k8s.io_jobsets.yaml"));
+    tb.wait_established(&["crd/kartas.run.ai", "crd/jobsets.jobset.x-k8s.io"]);
+    const RBAC: [&str; 5] = [
+        "ServiceAccount",
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "Role",
+        "RoleBinding",
+    ];
+    for d in render(ns, &[])
+        .into_iter()
+        .filter(|d| RBAC.contains(&d["kind"].as_str().unwrap_or("")))
+    {
+        tb.kubectl(&["apply", "-f", "-"], Some(&d.to_string()));
+    }
+    let token = tb.kubectl(
+        &["create", "token", "wlmap", "-n", ns, "--duration=1h"],
+        None,
+    );
+    let kubeconfig = tb.kubeconfig_with_token(token.trim(), "wlmap-rbac.kubeconfig");
+    let ctl = wlmap_e2e::Controller::start_as(
+        &tb,
+        &kubeconfig,
+        ns,
+        "rbac",
+        "wlmap",
+        &["--lease-name", "wlmap"],
+    );
+    tb.wait_for("the ServiceAccount's controller leads", 60, || {
+        ctl.metric("wlmap_controller_leader") == 1.0
+    });
+
+    let wns = "ctl-rbac";
+    tb.namespace(wns);
+    let jobset = json!({"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+        "metadata": {"name": "r", "namespace": wns},
+        "spec": {"replicatedJobs": [{"name": "w", "replicas": 2, "template": {"spec": {
+            "parallelism": 1, "completions": 1, "template": {"spec": {"restartPolicy": "OnFailure",
+                "nodeSelector": {"wlmap.test/pool": "ctlrbac"}, "containers": [gpu_container(1)]}}}}}]}});
+    tb.kubectl(&["create", "-f", "-"], Some(&jobset.to_string()));
+    tb.wait_for("its PodGroup", 60, || {
+        tb.kubectl(
+            &[
+                "get",
+                "podgroups.scheduling.k8s.io",
+                "-n",
+                wns,
+                "-o",
+                "name",
+            ],
+            None,
+        )
+        .contains("r-gang")
+    });
+    let created = tb.get_json(&["get", "jobset/r", "-n", wns]);
+    for job in wlmap_e2e::jobset_jobs(&created) {
+        tb.kubectl(&["create", "-f", "-"], Some(&job.to_string()));
+    }
+    tb.wait_for("the pods, in their group", 60, || {
+        let ps = tb.pods(wns);
+        ps.len() == 2
+            && ps
+                .iter()
+                .all(|p| p["spec"]["schedulingGroup"]["podGroupName"] == "r-gang")
+    });
+    let karta = json!({"apiVersion": "run.ai/v1alpha1", "kind": "Karta", "metadata": {"name": "rbac-check"},
+        "spec": {"structureDefinition": {"rootComponent": {"name": "w",
+            "kind": {"group": "example.io", "version": "v1", "kind": "Thing"},
+            "specDefinition": {"podTemplateSpecPath": ".spec.template"},
+            "statusDefinition": {"phaseDefinition": {"path": ".status.phase"},
+                "statusMappings": {"running": [{"byPhase": "Running"}]}}}}}});
+    tb.kubectl(&["apply", "-f", "-"], Some(&karta.to_string()));
+    tb.wait_for("the Karta labelled and judged", 60, || {
+        let k = tb.get_json(&["get", "karta", "rbac-check"]);
+        k["metadata"]["labels"]["run.ai/karta-kind"] == "Thing"
+            && !k["status"]["conditions"].is_null()
+    });
+    tb.kubectl(&["delete", "karta", "rbac-check"], None);
+    let log = ctl.log();
+    assert!(
+        !log.to_lowercase().contains("forbidden"),
+        "a permission the chart does not grant:\n{log}"
+    );
+}
