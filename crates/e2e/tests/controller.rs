@@ -635,6 +635,18 @@ fn definitions_applied_are_found_as_kai_finds_them() {
         String::from_utf8_lossy(&o.stdout).into_owned()
     };
     let catalog = wlmap_catalog::registry().expect("catalog");
+    // Every workload the earlier tests left, as the built-in catalog shows them.
+    let view = |tb: &Testbed| {
+        let mut v = json(&tb.wlmap(&["get", "-A", "--all-types", "-o", "json"]));
+        let items = v["items"].as_array_mut().expect("items");
+        let origins: Vec<Value> = items
+            .iter_mut()
+            .map(|i| i["definition"]["origin"].take())
+            .collect();
+        (v, origins)
+    };
+    let (builtin, origins) = view(&tb);
+    assert!(origins.iter().all(|o| o == "catalog"), "{origins:?}");
     let first = text(&tb.wlmap(&["definitions", "apply", "--all"]));
     assert_eq!(first.matches(" created").count(), catalog.len(), "{first}");
     let again = text(&tb.wlmap(&["definitions", "apply", "--all"]));
@@ -691,7 +703,30 @@ fn definitions_applied_are_found_as_kai_finds_them() {
     assert!(fixed.contains("configured"), "{fixed}");
     assert_eq!(label(&tb), "Job");
 
-    // `wlmap get` reads them: a Job's definition is now the cluster's.
+    // `wlmap get` reads them, and shows the same thing with them.
+    let (cluster_view, origins) = view(&tb);
+    assert!(origins.iter().all(|o| o == "cluster"), "{origins:?}");
+    assert!(!builtin["items"].as_array().expect("items").is_empty());
+    assert_eq!(
+        cluster_view, builtin,
+        "the same view from the cluster's definitions"
+    );
+    // A typo'd field never gets in: the API server's strict field validation refuses it.
+    let typo = json!({"apiVersion": "run.ai/v1alpha1", "kind": "Karta", "metadata": {"name": "typo"},
+        "spec": {"structureDefinition": {"rootComponent": {"name": "w",
+            "kind": {"group": "example.io", "version": "v1", "kind": "Typo"},
+            "specDefinitio": {"podTemplateSpecPath": ".spec.template"}}}}});
+    let o = wlmap_e2e::run(
+        &tb.kubectl,
+        &["--kubeconfig", &tb.kubeconfig, "apply", "-f", "-"],
+        Some(&typo.to_string()),
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        !o.status.success() && err.contains("specDefinitio"),
+        "{err}"
+    );
+    // A Job's definition is now the cluster's.
     let ns = "ctl-defs";
     tb.namespace(ns);
     let job = json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j", "namespace": ns},
