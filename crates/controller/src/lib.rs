@@ -24,10 +24,12 @@ pub mod gangs;
 pub mod leader;
 pub mod metrics;
 pub mod reconcile;
+pub mod registration;
 pub mod run;
 mod serve;
 pub mod state;
 pub mod tls;
+mod watches;
 mod webhook;
 
 pub use run::{Certificates, Endpoint, Options, run};

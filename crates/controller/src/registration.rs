@@ -1,0 +1,183 @@
+//! The webhooks' TLS and their registration with the API server: the serving certificate
+//! (self-managed: a CA kept in a Secret shared by the replicas; or files from cert-manager),
+//! and the Mutating- and ValidatingWebhookConfiguration carrying the CA's bundle.
+
+use crate::run::{Certificates, Endpoint};
+use crate::state::Shared;
+use crate::tls::Authority;
+use kube::api::{DynamicObject, Patch, PatchParams, PostParams};
+use kube::discovery::ApiResource;
+use serde_json::{Value, json};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// The webhook's TLS configuration; with self-managed certificates, also the CA Secret and
+/// the webhook configuration carrying its bundle.
+pub(crate) async fn serving_tls(
+    shared: &Shared,
+) -> Result<Arc<tokio_rustls::rustls::ServerConfig>, String> {
+    match &shared.opts.certificates {
+        Certificates::Files { cert, key } => {
+            let read = |p: &PathBuf| {
+                std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))
+            };
+            crate::tls::server_config(&read(cert)?, &read(key)?).map_err(|e| e.to_string())
+        }
+        Certificates::SelfManaged { names } => {
+            let ca = authority(shared).await?;
+            let serving = ca.serving(names).map_err(|e| e.to_string())?;
+            keep_webhook_config(shared, &ca).await?;
+            crate::tls::server_config(&serving.cert_pem, &serving.key_pem)
+                .map_err(|e| e.to_string())
+        }
+    }
+}
+
+const CA_SECRET: &str = "wlmap-webhook-ca";
+
+/// The CA every replica signs with: read from its Secret, or made and stored (a replica that
+/// loses the race to create it reads the winner's).
+async fn authority(shared: &Shared) -> Result<Authority, String> {
+    use base64::Engine;
+    let api: kube::Api<k8s_openapi::api::core::v1::Secret> =
+        kube::Api::namespaced(shared.client.clone(), &shared.opts.namespace);
+    for _ in 0..3 {
+        if let Some(s) = api.get_opt(CA_SECRET).await.map_err(|e| e.to_string())? {
+            let data = s.data.unwrap_or_default();
+            let field = |k: &str| {
+                data.get(k)
+                    .map(|b| String::from_utf8_lossy(&b.0).into_owned())
+                    .ok_or_else(|| format!("Secret {CA_SECRET} has no {k}"))
+            };
+            return Ok(Authority {
+                cert_pem: field("ca.crt")?,
+                key_pem: field("ca.key")?,
+            });
+        }
+        let ca = Authority::generate().map_err(|e| e.to_string())?;
+        let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
+        let secret: k8s_openapi::api::core::v1::Secret = serde_json::from_value(json!({
+            "metadata": {"name": CA_SECRET, "labels": {"app.kubernetes.io/managed-by": "wlmap"}},
+            "type": "Opaque",
+            "data": {"ca.crt": b64(&ca.cert_pem), "ca.key": b64(&ca.key_pem)}}))
+        .map_err(|e| e.to_string())?;
+        match api.create(&PostParams::default(), &secret).await {
+            Ok(_) => return Ok(ca),
+            Err(kube::Error::Api(s)) if s.code == 409 => continue,
+            Err(e) => return Err(format!("create Secret {CA_SECRET}: {e}")),
+        }
+    }
+    Err(format!("Secret {CA_SECRET}: neither read nor created"))
+}
+
+/// Where the API server reaches one of the webhook's paths.
+fn client_config(endpoint: &Endpoint, path: &str, bundle: &str) -> Value {
+    match endpoint {
+        Endpoint::Url(base) => {
+            json!({"url": format!("{}{path}", base.trim_end_matches('/')), "caBundle": bundle})
+        }
+        Endpoint::Service {
+            namespace,
+            name,
+            port,
+        } => json!({"service": {"namespace": namespace, "name": name, "path": path, "port": port},
+            "caBundle": bundle}),
+    }
+}
+
+/// The MutatingWebhookConfiguration for pods, with this CA's bundle (server-side apply: the
+/// same content from every replica, so they never fight).
+///
+/// ```
+/// let endpoint = wlmap_controller::run::Endpoint::Url("https://127.0.0.1:9443".into());
+/// let c = wlmap_controller::registration::webhook_config("wlmap", &endpoint, "wlmap-system", "PEM");
+/// let w = &c["webhooks"][0];
+/// assert_eq!(w["failurePolicy"], "Ignore");
+/// assert_eq!(w["rules"][0]["operations"][0], "CREATE");
+/// assert_eq!(w["clientConfig"]["url"], "https://127.0.0.1:9443/mutate-pods");
+/// ```
+pub fn webhook_config(name: &str, endpoint: &Endpoint, own_namespace: &str, ca_pem: &str) -> Value {
+    use base64::Engine;
+    let bundle = base64::engine::general_purpose::STANDARD.encode(ca_pem);
+    json!({
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "MutatingWebhookConfiguration",
+        "metadata": {"name": name, "labels": {"app.kubernetes.io/managed-by": "wlmap"}},
+        "webhooks": [{
+            "name": "pods.wlmap.run.ai",
+            "admissionReviewVersions": ["v1"],
+            "sideEffects": "None",
+            // Never block pod creation: a pod the webhook misses is created without a group.
+            "failurePolicy": "Ignore",
+            "timeoutSeconds": 2,
+            "matchPolicy": "Equivalent",
+            "reinvocationPolicy": "Never",
+            "clientConfig": client_config(endpoint, crate::serve::MUTATE_PODS, &bundle),
+            "rules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"],
+                "resources": ["pods"], "scope": "Namespaced"}],
+            // The control plane's pods and the controller's own are never held up by it.
+            "namespaceSelector": {"matchExpressions": [{"key": "kubernetes.io/metadata.name",
+                "operator": "NotIn", "values": ["kube-system", own_namespace]}]}
+        }]
+    })
+}
+
+/// The ValidatingWebhookConfiguration for Kartas (same name, same CA): a Karta that would not
+/// load, a second gang Karta for one kind, or a changed root kind is refused. It fails open
+/// like the pod webhook: with the controller away a Karta is accepted, and its `Valid`
+/// condition says what is wrong once the controller is back.
+///
+/// ```
+/// let endpoint = wlmap_controller::run::Endpoint::Url("https://127.0.0.1:9443".into());
+/// let c = wlmap_controller::registration::karta_webhook_config("wlmap", &endpoint, "PEM");
+/// assert_eq!(c["webhooks"][0]["rules"][0]["resources"][0], "kartas");
+/// assert_eq!(c["webhooks"][0]["clientConfig"]["url"], "https://127.0.0.1:9443/validate-kartas");
+/// ```
+pub fn karta_webhook_config(name: &str, endpoint: &Endpoint, ca_pem: &str) -> Value {
+    use base64::Engine;
+    let bundle = base64::engine::general_purpose::STANDARD.encode(ca_pem);
+    json!({
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingWebhookConfiguration",
+        "metadata": {"name": name, "labels": {"app.kubernetes.io/managed-by": "wlmap"}},
+        "webhooks": [{
+            "name": "kartas.wlmap.run.ai",
+            "admissionReviewVersions": ["v1"],
+            "sideEffects": "None",
+            "failurePolicy": "Ignore",
+            "timeoutSeconds": 2,
+            "matchPolicy": "Equivalent",
+            "clientConfig": client_config(endpoint, crate::serve::VALIDATE_KARTAS, &bundle),
+            "rules": [{"apiGroups": ["run.ai"], "apiVersions": ["v1alpha1"],
+                "operations": ["CREATE", "UPDATE"], "resources": ["kartas"], "scope": "Cluster"}]
+        }]
+    })
+}
+
+async fn keep_webhook_config(shared: &Shared, ca: &Authority) -> Result<(), String> {
+    let o = &shared.opts;
+    let params = PatchParams::apply(crate::reconcile::FIELD_MANAGER).force();
+    let configs = [
+        (
+            "MutatingWebhookConfiguration",
+            "mutatingwebhookconfigurations",
+            webhook_config(&o.webhook_config, &o.endpoint, &o.namespace, &ca.cert_pem),
+        ),
+        (
+            "ValidatingWebhookConfiguration",
+            "validatingwebhookconfigurations",
+            karta_webhook_config(&o.webhook_config, &o.endpoint, &ca.cert_pem),
+        ),
+    ];
+    for (kind, plural, config) in configs {
+        let ar = ApiResource::from_gvk_with_plural(
+            &kube::api::GroupVersionKind::gvk("admissionregistration.k8s.io", "v1", kind),
+            plural,
+        );
+        let api: kube::Api<DynamicObject> = kube::Api::all_with(shared.client.clone(), &ar);
+        api.patch(&o.webhook_config, &params, &Patch::Apply(&config))
+            .await
+            .map_err(|e| format!("apply {kind} {}: {e}", o.webhook_config))?;
+    }
+    Ok(())
+}

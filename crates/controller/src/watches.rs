@@ -1,0 +1,411 @@
+//! The watches that keep the controller's view: the workloads (one watch per kind the
+//! definitions need, restarted when those kinds change), the gang objects that exist, the
+//! `kartas.run.ai` definitions (and what the controller keeps on each), and the CRDs that tell
+//! which kinds are served.
+
+use crate::state::{Shared, log};
+use futures::StreamExt;
+use kube::api::{DynamicObject, Patch, PatchParams};
+use kube::discovery::ApiResource;
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+use wlmap_engine::Object;
+use wlmap_inventory::{Fed, Feed, FeedEvent, ObjectKey};
+use wlmap_kube::{Kind, WatchEvent};
+use wlmap_schema::{GroupKind, GroupVersionKind};
+
+fn karta_resource() -> ApiResource {
+    ApiResource::from_gvk_with_plural(
+        &kube::api::GroupVersionKind::gvk("run.ai", "v1alpha1", "Karta"),
+        "kartas",
+    )
+}
+
+pub(crate) async fn list_kartas(client: &kube::Client) -> BTreeMap<String, Value> {
+    let api: kube::Api<DynamicObject> = kube::Api::all_with(client.clone(), &karta_resource());
+    match api.list(&Default::default()).await {
+        Ok(list) => list
+            .items
+            .into_iter()
+            .filter_map(|k| serde_json::to_value(k).ok())
+            .map(|v| (v["metadata"]["name"].as_str().unwrap_or("").to_string(), v))
+            .collect(),
+        Err(kube::Error::Api(s)) if s.code == 404 => {
+            log(
+                "info",
+                "the kartas.run.ai CRD is not installed: the catalog's definitions only",
+                json!({}),
+            );
+            BTreeMap::new()
+        }
+        Err(e) => {
+            log(
+                "warning",
+                "cluster definitions not read; using the catalog",
+                json!({"error": e.to_string()}),
+            );
+            BTreeMap::new()
+        }
+    }
+}
+
+pub(crate) fn registry_of(kartas: &BTreeMap<String, Value>) -> wlmap_engine::Registry {
+    let items: Vec<Value> = kartas
+        .values()
+        .map(|v| {
+            let mut v = v.clone();
+            v["apiVersion"] = json!("run.ai/v1alpha1");
+            v["kind"] = json!("Karta");
+            v
+        })
+        .collect();
+    let (reg, warnings) = crate::definitions::registry(&items);
+    for w in warnings {
+        log("warning", &w, json!({}));
+    }
+    reg
+}
+
+/// Follow `kartas.run.ai`: a definition added, changed or removed takes effect at once.
+pub(crate) async fn watch_kartas(
+    shared: Arc<Shared>,
+    client: kube::Client,
+    mut kartas: BTreeMap<String, Value>,
+) {
+    let kind = Kind {
+        resource: karta_resource(),
+        namespaced: false,
+    };
+    let spec_of = |m: &BTreeMap<String, Value>| -> BTreeMap<String, String> {
+        m.iter()
+            .map(|(k, v)| (k.clone(), v["spec"].to_string()))
+            .collect()
+    };
+    let mut stream = wlmap_kube::watch_stream(&client, "", &[kind], None);
+    let mut listing: Option<BTreeMap<String, Value>> = None;
+    let mut said = std::collections::BTreeSet::new();
+    while let Some(ev) = stream.next().await {
+        let before = spec_of(&kartas);
+        match ev {
+            WatchEvent::Relisting(_) => listing = Some(BTreeMap::new()),
+            WatchEvent::Applied(_, v) => {
+                let name = v["metadata"]["name"].as_str().unwrap_or("").to_string();
+                match listing.as_mut() {
+                    Some(l) => {
+                        l.insert(name, v);
+                    }
+                    None => {
+                        if shared.is_leader() {
+                            tokio::spawn(keep_karta(shared.clone(), v.clone()));
+                        }
+                        kartas.insert(name, v);
+                    }
+                }
+            }
+            WatchEvent::Deleted(_, v) => {
+                kartas.remove(v["metadata"]["name"].as_str().unwrap_or(""));
+            }
+            WatchEvent::Listed(_) => {
+                kartas = listing.take().unwrap_or_default();
+                *shared.kartas.write().unwrap_or_else(|e| e.into_inner()) = kartas.clone();
+                keep_kartas(&shared);
+            }
+            WatchEvent::Failed(_, e) => {
+                warn_once(&mut said, "watch of kartas.run.ai failed (retrying)", &e);
+            }
+        }
+        *shared.kartas.write().unwrap_or_else(|e| e.into_inner()) = kartas.clone();
+        if spec_of(&kartas) != before {
+            log(
+                "info",
+                "definitions changed",
+                json!({"kartas": kartas.keys().collect::<Vec<_>>()}),
+            );
+            *shared.registry.write().unwrap_or_else(|e| e.into_inner()) = registry_of(&kartas);
+            shared.definitions_changed.notify_one();
+        }
+    }
+}
+
+/// Keep every Karta's labels and conditions (when this replica leads).
+pub fn keep_kartas(shared: &Arc<Shared>) {
+    if !shared.is_leader() {
+        return;
+    }
+    let all: Vec<Value> = shared
+        .kartas
+        .read()
+        .unwrap_or_else(|e| e.into_inner())
+        .values()
+        .cloned()
+        .collect();
+    for k in all {
+        tokio::spawn(keep_karta(shared.clone(), k));
+    }
+}
+
+/// Keep one Karta's lookup labels (server-side apply of the labels alone) and its
+/// conditions (the status subresource); nothing is written when both are as they should be.
+async fn keep_karta(shared: Arc<Shared>, k: Value) {
+    let name = k["metadata"]["name"].as_str().unwrap_or("").to_string();
+    let root = &k["spec"]["structureDefinition"]["rootComponent"]["kind"];
+    let text = |f: &str| root[f].as_str().unwrap_or("").to_string();
+    let gvk = kube::api::GroupVersionKind::gvk(&text("group"), &text("version"), &text("kind"));
+    let served = kube::discovery::pinned_kind(&shared.client, &gvk)
+        .await
+        .is_ok();
+    let now = k8s_openapi::jiff::Timestamp::now().to_string();
+    let u = crate::definitions::upkeep(&k, served, &now);
+    let api: kube::Api<DynamicObject> =
+        kube::Api::all_with(shared.client.clone(), &karta_resource());
+    if let Some(labels) = u.labels {
+        let patch = json!({"apiVersion": "run.ai/v1alpha1", "kind": "Karta",
+            "metadata": {"name": name, "labels": labels}});
+        let params = PatchParams::apply(crate::reconcile::FIELD_MANAGER).force();
+        if let Err(e) = api.patch(&name, &params, &Patch::Apply(&patch)).await {
+            log(
+                "warning",
+                "could not label a Karta",
+                json!({"karta": name, "error": e.to_string()}),
+            );
+        }
+    }
+    if let Some(conditions) = u.conditions {
+        let patch = json!({"status": {"conditions": conditions}});
+        if let Err(e) = api
+            .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+        {
+            log(
+                "warning",
+                "could not write a Karta's status",
+                json!({"karta": name, "error": e.to_string()}),
+            );
+        }
+    }
+}
+
+/// Follow CustomResourceDefinitions: a kind a definition names may be served only later
+/// (its CRD installed after the controller started), or no longer.
+pub(crate) async fn watch_crds(shared: Arc<Shared>, client: kube::Client) {
+    let kind = Kind {
+        resource: ApiResource::from_gvk_with_plural(
+            &kube::api::GroupVersionKind::gvk(
+                "apiextensions.k8s.io",
+                "v1",
+                "CustomResourceDefinition",
+            ),
+            "customresourcedefinitions",
+        ),
+        namespaced: false,
+    };
+    let mut stream = wlmap_kube::watch_stream(&client, "", &[kind], None);
+    let mut listed = false;
+    let mut said = std::collections::BTreeSet::new();
+    while let Some(ev) = stream.next().await {
+        match ev {
+            WatchEvent::Listed(_) => listed = true,
+            // Established or gone: the kinds to watch may differ.
+            WatchEvent::Applied(..) | WatchEvent::Deleted(..) if listed => {
+                shared.definitions_changed.notify_one();
+                // A Karta's kind may be served now, or no longer.
+                keep_kartas(&shared);
+            }
+            WatchEvent::Failed(_, e) => {
+                warn_once(&mut said, "watch of CRDs failed (retrying)", &e);
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The kinds to watch for the definitions in force, as the server serves them.
+async fn kinds_for(
+    client: &kube::Client,
+    reg: &wlmap_engine::Registry,
+) -> Result<Vec<Kind>, String> {
+    let roots: Vec<GroupVersionKind> = reg.iter().map(|d| d.root_gvk()).collect();
+    let d = kube::Discovery::new(client.clone())
+        .run_aggregated()
+        .await
+        .map_err(|e| format!("API discovery: {e}"))?;
+    let mut kinds: Vec<Kind> = Vec::new();
+    for g in wlmap_inventory::kinds_to_watch(reg, &roots) {
+        if let Some(k) = wlmap_kube::kind_in(&d, &g)
+            && !kinds
+                .iter()
+                .any(|x| x.resource.group == k.resource.group && x.resource.kind == k.resource.kind)
+        {
+            kinds.push(k);
+        }
+    }
+    Ok(kinds)
+}
+
+/// Keep the inventory live: one watch per kind the definitions need; new definitions with
+/// the same kinds are swapped in place, new kinds start the watches again.
+pub(crate) async fn watch_workloads(shared: Arc<Shared>, watch_client: kube::Client) {
+    loop {
+        let reg = shared
+            .registry
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        let kinds = match kinds_for(&shared.client, &reg).await {
+            Ok(k) => k,
+            Err(e) => {
+                log(
+                    "warning",
+                    "cannot tell which kinds to watch (retrying)",
+                    json!({"error": e}),
+                );
+                tokio::time::sleep(Duration::from_secs(2)).await;
+                continue;
+            }
+        };
+        let gks: Vec<GroupKind> = kinds
+            .iter()
+            .map(|k| GroupKind::new(&k.resource.group, &k.resource.kind))
+            .collect();
+        log(
+            "info",
+            "watching",
+            json!({"kinds": gks.iter().map(|g| g.to_string()).collect::<Vec<_>>()}),
+        );
+        *shared.kinds.write().unwrap_or_else(|e| e.into_inner()) = kinds.clone();
+        *shared.write_feed() = Feed::new(reg, gks.clone());
+        let mut stream = wlmap_kube::watch_stream(&watch_client, "", &kinds, None);
+        let mut said = std::collections::BTreeSet::new();
+        loop {
+            tokio::select! {
+                ev = stream.next() => {
+                    let Some(ev) = ev else { break };
+                    on_workload_event(&shared, ev, &mut said);
+                }
+                _ = shared.definitions_changed.notified() => {
+                    let reg = shared.registry.read().unwrap_or_else(|e| e.into_inner()).clone();
+                    match kinds_for(&shared.client, &reg).await {
+                        Ok(k) if same_kinds(&k, &kinds) => {
+                            let changes = shared.write_feed().inventory.set_definitions(reg);
+                            shared.enqueue(changes.into_iter().map(|c| c.key));
+                        }
+                        // New kinds (or discovery failed): watch again from scratch.
+                        _ => break,
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn same_kinds(a: &[Kind], b: &[Kind]) -> bool {
+    let set = |k: &[Kind]| -> std::collections::BTreeSet<(String, String)> {
+        k.iter()
+            .map(|k| (k.resource.group.clone(), k.resource.kind.clone()))
+            .collect()
+    };
+    set(a) == set(b)
+}
+
+fn on_workload_event(
+    shared: &Shared,
+    ev: WatchEvent,
+    said: &mut std::collections::BTreeSet<String>,
+) {
+    let object = |v: Value| {
+        let mut v = v;
+        wlmap_inventory::trim(&mut v);
+        Object::new(v)
+    };
+    let ev = match ev {
+        WatchEvent::Relisting(i) => FeedEvent::Relisting(i),
+        WatchEvent::Applied(i, v) => FeedEvent::Applied(i, object(v)),
+        WatchEvent::Deleted(i, v) => FeedEvent::Deleted(i, object(v)),
+        WatchEvent::Listed(i) => FeedEvent::Listed(i),
+        WatchEvent::Failed(_, e) => {
+            warn_once(said, "a watch failed (retrying)", &e);
+            return;
+        }
+    };
+    let fed = shared.write_feed().on(ev);
+    match fed {
+        Fed::Listing => {}
+        Fed::Synced => {
+            log(
+                "info",
+                "inventory listed",
+                json!({"workloads": shared.read_feed().inventory.workloads().count()}),
+            );
+            shared.enqueue_all();
+        }
+        Fed::Touched(keys) => {
+            let feed = shared.read_feed();
+            let workloads: Vec<ObjectKey> = keys
+                .into_iter()
+                .filter(|k| feed.inventory.workload(k).is_some())
+                .collect();
+            drop(feed);
+            shared.enqueue(workloads);
+        }
+    }
+}
+
+/// Keep the store of gang objects that exist; one of ours deleted by someone else is
+/// written again (its workload is queued).
+pub(crate) async fn watch_gang_objects(shared: Arc<Shared>, watch_client: kube::Client) {
+    let kind = Kind {
+        resource: crate::reconcile::gang_resource(shared.opts.format),
+        namespaced: true,
+    };
+    let mut stream = wlmap_kube::watch_stream(&watch_client, "", &[kind], None);
+    let mut listing: Option<Vec<Value>> = None;
+    let mut said = std::collections::BTreeSet::new();
+    let store = || {
+        shared
+            .gang_objects
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+    };
+    while let Some(ev) = stream.next().await {
+        match ev {
+            WatchEvent::Relisting(_) => listing = Some(Vec::new()),
+            WatchEvent::Applied(_, v) => match listing.as_mut() {
+                Some(l) => l.push(v),
+                None => store().insert(v),
+            },
+            WatchEvent::Deleted(_, v) => {
+                store().remove(&v);
+                if crate::gangs::is_ours(&v) {
+                    shared.enqueue(owner_key(&v));
+                }
+            }
+            WatchEvent::Listed(_) => {
+                store().replace_all(listing.take().unwrap_or_default());
+                shared.enqueue_all();
+            }
+            WatchEvent::Failed(_, e) => {
+                warn_once(&mut said, "watch of gang objects failed (retrying)", &e);
+            }
+        }
+    }
+}
+
+/// The workload that owns a gang object.
+fn owner_key(v: &Value) -> Option<ObjectKey> {
+    let r = v["metadata"]["ownerReferences"].as_array()?.first()?;
+    Some(ObjectKey::new(
+        v["metadata"]["namespace"].as_str().unwrap_or(""),
+        GroupKind::from_api_version(r["apiVersion"].as_str()?, r["kind"].as_str()?),
+        r["name"].as_str()?,
+    ))
+}
+
+/// Log a failure once per distinct message (a failing watch is retried with backoff and
+/// would otherwise say the same thing at every attempt).
+fn warn_once(said: &mut std::collections::BTreeSet<String>, msg: &str, e: &wlmap_kube::Error) {
+    if said.insert(e.to_string()) {
+        log("warning", msg, json!({"error": e.to_string()}));
+    }
+}
