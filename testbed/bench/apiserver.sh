@@ -17,13 +17,9 @@ TMP="$(mktemp -d)"
 trap 'rm -rf "$TMP"' EXIT
 log() { printf '[bench/apiserver] %s\n' "$*" >&2; }
 
-for f in "$ROOT"/testbed/crds/*.yaml; do "${KC[@]}" apply -f "$f" >/dev/null; done
-# Poll: `kubectl wait` fails if it reads a CRD before the server wrote any condition.
-for _ in $(seq 1 100); do
-  "${KC[@]}" wait --for=condition=Established crd --all --timeout=10s >/dev/null 2>&1 && break
-  sleep 0.3
-done
-"${KC[@]}" create namespace bench >/dev/null
+# shellcheck source=testbed/bench/common.sh
+. "$HERE/common.sh"
+load_crds_and_namespace
 t0=$(date +%s)
 python3 "$HERE/objects.py" roots "$N" > "$TMP/roots.json"
 "${KC[@]}" create -f "$TMP/roots.json" -o json > "$TMP/roots.created.json"

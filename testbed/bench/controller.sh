@@ -23,12 +23,9 @@ trap '[ -n "$CTL_PID" ] && kill "$CTL_PID" 2>/dev/null; rm -rf "$TMP"' EXIT
 log() { printf '[bench/controller] %s\n' "$*" >&2; }
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
-for f in "$ROOT"/testbed/crds/*.yaml; do "${KC[@]}" apply -f "$f" >/dev/null; done
-for _ in $(seq 1 100); do
-  "${KC[@]}" wait --for=condition=Established crd --all --timeout=10s >/dev/null 2>&1 && break
-  sleep 0.3
-done
-"${KC[@]}" create namespace bench >/dev/null
+# shellcheck source=testbed/bench/common.sh
+. "$HERE/common.sh"
+load_crds_and_namespace
 "${KC[@]}" create namespace wlmap-system >/dev/null
 
 WH=$(free_port); PR=$(free_port)

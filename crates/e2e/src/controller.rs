@@ -140,7 +140,10 @@ impl Controller {
     /// Stop it with SIGTERM and wait for it to exit.
     pub fn terminate(&mut self) {
         let pid = self.child.id().to_string();
-        let _ = Command::new("kill").args(["-TERM", &pid]).status();
+        // The shell's own kill: no procps needed on the machine.
+        let _ = Command::new("sh")
+            .args(["-c", "kill -TERM \"$1\"", "sh", &pid])
+            .status();
         let status = self.child.wait().expect("the controller exits");
         assert!(status.success(), "a clean exit on SIGTERM: {status}");
     }
