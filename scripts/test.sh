@@ -3,11 +3,14 @@
 #   static      cargo fmt --check, cargo clippy -D warnings
 #   unit        cargo test --workspace: unit, integration, doc tests, fixtures, conformance
 #               (against ../shared/conformance)
+#   browser     `wlmap serve`'s web page in headless Chromium over WebDriver (Debian's chromium
+#               and chromium-driver)
 #   e2e         the end-to-end and fault tests against a real kube-apiserver (testbed/)
 #   scheduling  the end-to-end tests on a testbed that schedules: kube-scheduler with gang
 #               scheduling, KWOK GPU nodes, the real Job controller and KubeRay operator,
 #               and `wlmap controller` (gang objects, webhooks) against them, run with the
-#               Helm chart's RBAC (helm lint and template too)
+#               Helm chart's RBAC (helm lint and template too; promtool checks the chart's
+#               rules and the metrics), and `wlmap serve` against the live cluster
 # A tier that cannot run (no Go for the testbed, no conformance recordings) is skipped loudly;
 # with CI=true it fails the run instead. WLMAP_SKIP_E2E=1 skips both testbed tiers (not in CI).
 # Switches that rewrite golden files or narrow the cases (WLMAP_BLESS, WLMAP_FIXTURE,
@@ -50,6 +53,14 @@ if [ ! -d ../shared/conformance/recorded ] && [ -z "${WLMAP_CONFORMANCE_DIR:-}" 
   echo "== unit: no conformance recordings at ../shared/conformance/recorded"
 fi
 tier unit cargo test --workspace --locked
+
+chromium="${WLMAP_CHROMIUM:-/usr/bin/chromium}"; chromedriver="${WLMAP_CHROMEDRIVER:-/usr/bin/chromedriver}"
+if [ -x "$chromium" ] && [ -x "$chromedriver" ]; then
+  cargo build -p wlmap-cli --locked
+  tier browser cargo test -p wlmap-e2e --locked --test browser -- --include-ignored --test-threads=1
+else
+  skip browser "no $chromium or $chromedriver (apt-get install chromium chromium-driver)"
+fi
 
 if [ "${WLMAP_SKIP_E2E:-0}" = 1 ] && [ "$ci" = 0 ]; then
   skipped+=(e2e scheduling)

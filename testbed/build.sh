@@ -103,16 +103,19 @@ build_kubernetes() {
 # pinned version (`go install MODULE/PKG@VERSION` uses that module's go.mod and go.sum,
 # checked against the checksum database), plus the manifests the testbed applies from it.
 #   name | package@version | binary | manifests directory inside the module (copied to $OUT/NAME/;
-#   empty: none)
+#   empty: none) | build tags
+# promtool is built without Prometheus's service-discovery plugins (`remove_all_sd`): the
+# tests only check rules and metrics text, and the plugins are most of its dependencies.
 ADDONS=(
-  "kwok|sigs.k8s.io/kwok/cmd/kwok@v0.8.0|kwok|kustomize/stage"
-  "kuberay|github.com/ray-project/kuberay/ray-operator@v1.5.0|ray-operator|config/crd/bases"
-  "helm|helm.sh/helm/v4/cmd/helm@v4.3.1|helm|"
+  "kwok|sigs.k8s.io/kwok/cmd/kwok@v0.8.0|kwok|kustomize/stage|"
+  "kuberay|github.com/ray-project/kuberay/ray-operator@v1.5.0|ray-operator|config/crd/bases|"
+  "helm|helm.sh/helm/v4/cmd/helm@v4.3.1|helm||"
+  "promtool|github.com/prometheus/prometheus/cmd/promtool@v0.316.0|promtool||remove_all_sd"
 )
 
-build_addon() { # NAME PKG@VERSION BINARY MANIFESTS
-  local name=$1 pkg=$2 binary=$3 manifests=$4 want start tmp mod dir
-  want="$GO_VERSION $pkg $manifests"
+build_addon() { # NAME PKG@VERSION BINARY MANIFESTS TAGS
+  local name=$1 pkg=$2 binary=$3 manifests=$4 tags=$5 want start tmp mod dir
+  want="$GO_VERSION $pkg $manifests${tags:+ tags=$tags}"
   if [ "${WLMAP_TESTBED_REBUILD:-0}" != 1 ] && [ -x "$BIN/$binary" ] && [ -d "$OUT/$name" ] \
     && [ "$(cat "$OUT/$name.stamp" 2>/dev/null)" = "$want" ]; then
     return 0
@@ -120,7 +123,7 @@ build_addon() { # NAME PKG@VERSION BINARY MANIFESTS
   log "building $name ($pkg)"
   start=$(date +%s)
   tmp="$(mktemp -d "$OUT/.$name.XXXXXX")"
-  GOBIN="$tmp" GOFLAGS="" "${NICE[@]}" go install -trimpath -ldflags "-s -w" "$pkg" \
+  GOBIN="$tmp" GOFLAGS="" "${NICE[@]}" go install -trimpath -ldflags "-s -w" ${tags:+-tags "$tags"} "$pkg" \
     || { rm -rf "$tmp"; die "go install $pkg failed"; }
   [ -x "$tmp/$binary" ] || { rm -rf "$tmp"; die "go install $pkg did not produce $binary"; }
   mkdir -p "$BIN"
@@ -146,7 +149,7 @@ else
   log "up to date: $BIN"
 fi
 for addon in "${ADDONS[@]}"; do
-  IFS='|' read -r name pkg binary manifests <<<"$addon"
-  build_addon "$name" "$pkg" "$binary" "$manifests"
+  IFS='|' read -r name pkg binary manifests tags <<<"$addon"
+  build_addon "$name" "$pkg" "$binary" "$manifests" "$tags"
 done
 echo "$BIN"

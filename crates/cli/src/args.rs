@@ -120,6 +120,12 @@ pub enum Command {
         after_help = "Examples:\n  wlmap controller --namespace wlmap-system --webhook-service wlmap-webhook\n  wlmap controller --scheduler volcano --tls-cert-file /certs/tls.crt --tls-key-file /certs/tls.key\n  wlmap controller --webhook-url https://127.0.0.1:9443 --webhook-host 127.0.0.1"
     )]
     Controller(ControllerArgs),
+    /// Serve the platform view: Prometheus workload metrics on /metrics and a live web page of
+    /// every workload, its tree and its GPUs on / (read-only).
+    #[command(
+        after_help = "Examples:\n  wlmap --demo serve\n  wlmap serve -A --listen 0.0.0.0:8080 --token-file /etc/wlmap/token\n  wlmap --snapshot cluster.yaml serve   # re-read when the file changes"
+    )]
+    Serve(ServeArgs),
     /// Compare the catalog with recorded states of real operators.
     #[command(after_help = "Examples:\n  wlmap conformance ../shared/conformance/recorded")]
     Conformance(ConformanceArgs),
@@ -282,6 +288,18 @@ pub struct GangArgs {
     pub format: Option<GangFormat>,
 }
 
+/// `serve`.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Address to listen on (loopback by default: say 0.0.0.0:8080 to expose it).
+    #[arg(long, default_value = "127.0.0.1:8080", value_name = "ADDR")]
+    pub listen: std::net::SocketAddr,
+    /// A file holding a bearer token every request but /healthz and /readyz must present
+    /// (`Authorization: Bearer TOKEN`; a browser opens /?token=TOKEN once).
+    #[arg(long, value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
+}
+
 /// `controller`.
 #[derive(Debug, Args)]
 pub struct ControllerArgs {
@@ -303,9 +321,14 @@ pub struct ControllerArgs {
     /// The webhook's TLS address.
     #[arg(long, default_value = "0.0.0.0:9443")]
     pub webhook_address: std::net::SocketAddr,
-    /// The address of /healthz, /readyz and /metrics (plain HTTP).
+    /// The address of /healthz, /readyz and /metrics, and of the read-only web view and its
+    /// JSON API (`wlmap serve`'s `/` and `/api/...`) (plain HTTP).
     #[arg(long, default_value = "0.0.0.0:8081")]
     pub probe_address: std::net::SocketAddr,
+    /// A file holding a bearer token the web view and its API require (not the probes, not
+    /// /metrics); see `wlmap serve --token-file`.
+    #[arg(long, value_name = "FILE")]
+    pub view_token_file: Option<PathBuf>,
     /// The Service the API server reaches the webhook through (in the controller's namespace).
     #[arg(long, conflicts_with = "webhook_url")]
     pub webhook_service: Option<String>,

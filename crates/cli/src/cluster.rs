@@ -197,8 +197,19 @@ impl Connection {
         for (t, _) in targets(&a.targets)? {
             roots.extend(resolve_type(reg, &t)?.iter().map(|d| d.root_gvk()));
         }
-        let mut want = wlmap_inventory::kinds_to_watch(reg, &roots);
-        if a.watch {
+        self.kinds_of_workloads(&roots, reg, a.watch)
+    }
+
+    /// The kinds served by the cluster that workloads of these root kinds are made of (and,
+    /// for a watch, the kinds their definitions read as references), each once.
+    pub fn kinds_of_workloads(
+        &self,
+        roots: &[GroupVersionKind],
+        reg: &Registry,
+        references: bool,
+    ) -> Result<Vec<Kind>> {
+        let mut want = wlmap_inventory::kinds_to_watch(reg, roots);
+        if references {
             for d in roots.iter().filter_map(|r| reg.for_kind(r)) {
                 want.extend(d.karta().spec.references.iter().map(|r| r.kind.clone()));
             }

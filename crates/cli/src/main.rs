@@ -10,7 +10,6 @@ mod defs;
 mod exit;
 mod render;
 mod source;
-mod view;
 
 use args::{Cli, Command};
 use clap::{CommandFactory, Parser};
@@ -57,6 +56,10 @@ fn run(cli: Cli) -> Result<(), Failure> {
         && !matches!(&cli.command, Command::Gang(a) if a.file.is_some())
         && !matches!(&cli.command, Command::Set(a) if a.file.is_some());
     let mut g = g;
+    if matches!(cli.command, Command::Serve(_)) && g.namespace.is_none() {
+        // The platform view is of the whole cluster unless a namespace is named.
+        g.all_namespaces = true;
+    }
     let ctx = if g.demo
         || !g.snapshot.is_empty()
         || !(needs_objects || matches!(cli.command, Command::Definitions(_)))
@@ -101,7 +104,8 @@ fn run(cli: Cli) -> Result<(), Failure> {
         };
         // A watch lists through its watches.
         let watch = matches!(&cli.command, Command::Get(a) if a.watch)
-            || matches!(&cli.command, Command::Describe(a) if a.watch);
+            || matches!(&cli.command, Command::Describe(a) if a.watch)
+            || matches!(&cli.command, Command::Serve(_));
         let set = if needs_objects && !watch {
             conn.objects_for(&cli.command, ns.as_deref(), &reg)?
         } else {
@@ -128,6 +132,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
         Command::Set(a) => commands::set::run(&ctx, a),
         Command::Gang(a) => commands::gang::run(&ctx, a),
         Command::Conformance(a) => commands::conformance::run(&ctx, a),
+        Command::Serve(a) => commands::serve::run(ctx, a),
         Command::Validate(_) | Command::Controller(_) | Command::Completion { .. } => Ok(()),
     }
 }

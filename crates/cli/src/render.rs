@@ -78,28 +78,9 @@ pub fn phase(p: Phase, colour: bool) -> String {
     format!("\u{1b}[{code}m{p}\u{1b}[0m")
 }
 
-/// Seconds since the Unix epoch of an RFC 3339 UTC timestamp (`2026-09-16T14:00:00Z`).
-pub fn parse_time(ts: &str) -> Option<i64> {
-    let b = ts.as_bytes();
-    if b.len() < 19 {
-        return None;
-    }
-    let num = |r: std::ops::Range<usize>| ts.get(r)?.parse::<i64>().ok();
-    let (y, m, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
-    let (hh, mm, ss) = (num(11..13)?, num(14..16)?, num(17..19)?);
-    // Days from civil (Howard Hinnant's algorithm).
-    let y2 = if m <= 2 { y - 1 } else { y };
-    let era = if y2 >= 0 { y2 } else { y2 - 399 } / 400;
-    let yoe = y2 - era * 400;
-    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146097 + doe - 719468;
-    Some(days * 86400 + hh * 3600 + mm * 60 + ss)
-}
-
 /// kubectl-style age (`45s`, `12m`, `3h`, `5d`, `2y`).
 pub fn age(ts: Option<&str>) -> String {
-    let Some(t) = ts.and_then(parse_time) else {
+    let Some(t) = ts.and_then(wlmap_engine::unix_seconds) else {
         return "<unknown>".into();
     };
     let now = std::time::SystemTime::now()
@@ -161,9 +142,12 @@ mod tests {
 
     #[test]
     fn times_parse_to_epoch_seconds() {
-        assert_eq!(parse_time("1970-01-01T00:00:00Z"), Some(0));
-        assert_eq!(parse_time("2026-09-16T14:00:00Z"), Some(1_789_567_200));
-        assert_eq!(parse_time("garbage"), None);
+        assert_eq!(wlmap_engine::unix_seconds("1970-01-01T00:00:00Z"), Some(0));
+        assert_eq!(
+            wlmap_engine::unix_seconds("2026-09-16T14:00:00Z"),
+            Some(1_789_567_200)
+        );
+        assert_eq!(wlmap_engine::unix_seconds("garbage"), None);
     }
 
     #[test]

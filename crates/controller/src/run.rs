@@ -68,6 +68,8 @@ pub struct Options {
     pub webhook_addr: SocketAddr,
     /// The probes' and metrics' plain HTTP address.
     pub probe_addr: SocketAddr,
+    /// How the read-only platform view on the probe address answers (its bearer token).
+    pub view: wlmap_server::Options,
     /// Serving certificate.
     pub certificates: Certificates,
     /// How the API server reaches the webhook.

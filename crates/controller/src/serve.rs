@@ -1,5 +1,7 @@
 //! The controller's listeners: the webhook over TLS (`POST /mutate-pods`), and plain HTTP for
 //! probes and metrics (`/healthz`, `/readyz`, `/metrics`), as controller-runtime splits them.
+//! The plain listener also serves `wlmap serve`'s read-only platform view (`/`, `/api/...`),
+//! and its `/metrics` carries the workload families after the controller's own.
 
 use crate::state::{Shared, log};
 use http::{Method, Request, Response, StatusCode};
@@ -106,8 +108,8 @@ pub async fn probes(listener: TcpListener, shared: Arc<Shared>, mut stop: watch:
         let shared = shared.clone();
         tokio::spawn(async move {
             let svc = hyper::service::service_fn(move |req: Request<Incoming>| {
-                let shared = shared.clone();
-                async move { Ok::<_, std::convert::Infallible>(probe(&shared, req.uri().path())) }
+                let r = probe(&shared, &req);
+                async move { Ok::<_, std::convert::Infallible>(r) }
             });
             let _ = hyper::server::conn::http1::Builder::new()
                 .serve_connection(TokioIo::new(tcp), svc)
@@ -116,8 +118,8 @@ pub async fn probes(listener: TcpListener, shared: Arc<Shared>, mut stop: watch:
     }
 }
 
-fn probe(shared: &Shared, path: &str) -> Response<Body> {
-    match path {
+fn probe(shared: &Arc<Shared>, req: &Request<Incoming>) -> Response<wlmap_server::Body> {
+    let r = match req.uri().path() {
         "/healthz" => reply(StatusCode::OK, "text/plain", "ok\n"),
         "/readyz" if shared.ready() => reply(StatusCode::OK, "text/plain", "ok\n"),
         "/readyz" => reply(
@@ -125,17 +127,30 @@ fn probe(shared: &Shared, path: &str) -> Response<Body> {
             "text/plain",
             "not ready: the inventory is still being listed\n",
         ),
-        "/metrics" => {
-            shared
-                .metrics
-                .workloads
-                .set(shared.read_feed().inventory.workloads().count() as i64);
-            reply(
-                StatusCode::OK,
-                "application/openmetrics-text; version=1.0.0; charset=utf-8",
-                shared.metrics.render(),
-            )
+        "/metrics" => reply(
+            StatusCode::OK,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+            metrics(shared),
+        ),
+        _ => {
+            let map: Arc<dyn wlmap_server::Map> = shared.clone();
+            return wlmap_server::respond(&map, &shared.opts.view, req);
         }
-        _ => reply(StatusCode::NOT_FOUND, "text/plain", "not found\n"),
+    };
+    r.map(|b| b.boxed())
+}
+
+/// The controller's own families, then the workload families (all gauges, so valid
+/// OpenMetrics too), then the one `# EOF` OpenMetrics ends with.
+fn metrics(shared: &Shared) -> String {
+    let feed = shared.read_feed();
+    let inv = &feed.inventory;
+    shared.metrics.workloads.set(inv.workloads().count() as i64);
+    let mut text = shared.metrics.render();
+    if let Some(body) = text.strip_suffix("# EOF\n") {
+        text.truncate(body.len());
     }
+    wlmap_server::metrics::render(inv, &mut text);
+    text.push_str("# EOF\n");
+    text
 }

@@ -37,6 +37,8 @@ pub struct Shared {
     queue: Mutex<BTreeSet<ObjectKey>>,
     queued: Notify,
     leader: AtomicBool,
+    /// Bumped each time the inventory changes (the web view's `/api/events`).
+    pub version: tokio::sync::watch::Sender<u64>,
     /// Set once the TLS listener and every watch are up.
     pub webhook_ready: AtomicBool,
     /// The controller's metrics.
@@ -68,6 +70,7 @@ impl Shared {
             queued: Notify::new(),
             leader: AtomicBool::new(false),
             webhook_ready: AtomicBool::new(false),
+            version: tokio::sync::watch::Sender::new(0),
             metrics: Metrics::new(),
         }
     }
@@ -113,9 +116,12 @@ impl Shared {
         self.feed.read().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// The inventory, to change.
-    pub fn write_feed(&self) -> std::sync::RwLockWriteGuard<'_, Feed> {
-        self.feed.write().unwrap_or_else(|e| e.into_inner())
+    /// The inventory, to change; the web view hears of the change when the guard is dropped.
+    pub fn write_feed(&self) -> FeedWriter<'_> {
+        FeedWriter {
+            feed: self.feed.write().unwrap_or_else(|e| e.into_inner()),
+            version: &self.version,
+        }
     }
 
     /// True while this replica holds the Lease.
@@ -148,4 +154,44 @@ pub fn log(level: &str, msg: &str, fields: Value) {
         }
     }
     eprintln!("{line}");
+}
+
+/// The inventory under its write lock; dropping it tells the web view the inventory changed.
+pub struct FeedWriter<'a> {
+    feed: std::sync::RwLockWriteGuard<'a, Feed>,
+    version: &'a tokio::sync::watch::Sender<u64>,
+}
+
+impl std::ops::Deref for FeedWriter<'_> {
+    type Target = Feed;
+    fn deref(&self) -> &Feed {
+        &self.feed
+    }
+}
+
+impl std::ops::DerefMut for FeedWriter<'_> {
+    fn deref_mut(&mut self) -> &mut Feed {
+        &mut self.feed
+    }
+}
+
+impl Drop for FeedWriter<'_> {
+    fn drop(&mut self) {
+        self.version.send_modify(|v| *v += 1);
+    }
+}
+
+/// The controller serves the same platform view as `wlmap serve`, from its own inventory.
+impl wlmap_server::Map for Shared {
+    fn read(&self, f: &mut dyn FnMut(&wlmap_inventory::Inventory)) {
+        f(&self.read_feed().inventory)
+    }
+
+    fn synced(&self) -> bool {
+        self.read_feed().is_synced()
+    }
+
+    fn changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.version.subscribe()
+    }
 }

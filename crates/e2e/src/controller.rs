@@ -156,6 +156,11 @@ impl Controller {
             .unwrap_or(0.0)
     }
 
+    /// GET a path of its plain listener (probes, metrics, the web view and its API).
+    pub fn get(&self, path: &str) -> (u16, String) {
+        http_get(self.probes, path).expect("the controller's plain listener")
+    }
+
     /// What it has logged so far.
     pub fn log(&self) -> String {
         std::fs::read_to_string(&self.log_path).unwrap_or_default()

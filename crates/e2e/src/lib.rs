@@ -3,7 +3,9 @@
 //! controllers leave them (objects created, then status written through the status
 //! subresource, ownerReferences re-pointed at the uids the server assigned).
 
+pub mod browser;
 pub mod controller;
+pub mod served;
 
 pub use controller::{Controller, jobset_jobs};
 use serde_json::Value;

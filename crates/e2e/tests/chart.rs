@@ -210,3 +210,146 @@ fn the_controller_needs_no_more_than_the_chart_grants() {
         "a permission the chart does not grant:\n{log}"
     );
 }
+
+fn promtool(args: &[&str], stdin: Option<&str>) -> std::process::Output {
+    let bin =
+        std::env::var("WLMAP_TESTBED_BIN").expect("WLMAP_TESTBED_BIN (testbed/with-testbed.sh)");
+    wlmap_e2e::run(&format!("{bin}/promtool"), args, stdin)
+}
+
+fn ok(o: &std::process::Output, what: &str) {
+    assert!(
+        o.status.success(),
+        "{what}: {}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+/// The metric names an expression reads (`wlmap_...` families, recorded `a:b:c` names, DCGM's).
+fn metric_names(expr: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut word = String::new();
+    for c in expr.chars().chain([' ']) {
+        if c.is_ascii_alphanumeric() || c == '_' || c == ':' {
+            word.push(c);
+            continue;
+        }
+        let w = std::mem::take(&mut word);
+        let is_metric = w.starts_with("wlmap_") || w.contains(":wlmap_") || w.starts_with("DCGM_");
+        if is_metric && !out.contains(&w) {
+            out.push(w);
+        }
+    }
+    out
+}
+
+#[test]
+#[ignore = "needs the testbed's promtool and helm (see the file's doc)"]
+fn the_rules_dashboard_and_metrics_hold_under_promtool() {
+    let rules = chart().join("rules");
+    let rules_file = rules.join("wlmap.rules.yaml");
+    let rules_path = rules_file.to_str().expect("utf8");
+    ok(
+        &promtool(&["check", "rules", rules_path], None),
+        "promtool check rules",
+    );
+    // The recording rules compute what their unit test expects (run from the rules' folder,
+    // where the test file names them).
+    let test = std::process::Command::new(format!(
+        "{}/promtool",
+        std::env::var("WLMAP_TESTBED_BIN").expect("WLMAP_TESTBED_BIN")
+    ))
+    .args(["test", "rules", "wlmap.rules.test.yaml"])
+    .current_dir(&rules)
+    .output()
+    .expect("promtool test rules");
+    ok(&test, "promtool test rules");
+
+    // What `wlmap --demo serve` exports passes promtool's exposition lint.
+    let served = wlmap_e2e::served::Served::start(&wlmap_e2e::wlmap_bin(), &["--demo"], &[]);
+    let exposition = served.get("/metrics").body;
+    ok(
+        &promtool(&["check", "metrics"], Some(&exposition)),
+        "promtool check metrics",
+    );
+
+    // Every expression of the dashboard parses, and reads only families that exist: exported
+    // by wlmap, recorded by the rules, or DCGM's.
+    let recorded: Vec<String> = std::fs::read_to_string(&rules_file)
+        .expect("rules")
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("- record: ").map(String::from))
+        .collect();
+    let dashboard: Value = serde_json::from_str(
+        &std::fs::read_to_string(chart().join("dashboards/wlmap-workloads.json"))
+            .expect("dashboard"),
+    )
+    .expect("dashboard JSON");
+    let mut exprs: Vec<String> = dashboard["panels"]
+        .as_array()
+        .expect("panels")
+        .iter()
+        .flat_map(|p| p["targets"].as_array().cloned().unwrap_or_default())
+        .filter_map(|t| t["expr"].as_str().map(String::from))
+        .collect();
+    assert!(exprs.len() >= 8, "{exprs:?}");
+    let mut as_rules = String::from("groups:\n  - name: dashboard\n    rules:\n");
+    for (i, e) in exprs.iter().enumerate() {
+        // Grafana's variables are not PromQL: give them a value as Grafana would.
+        let e = e.replace("$namespace", ".*");
+        as_rules.push_str(&format!(
+            "      - record: dashboard_expr_{i}\n        expr: {}\n",
+            serde_json::to_string(&e).expect("json string")
+        ));
+    }
+    let dir = tempfile::tempdir().expect("tmp");
+    let file = dir.path().join("dashboard.rules.yaml");
+    std::fs::write(&file, as_rules).expect("write");
+    ok(
+        &promtool(&["check", "rules", file.to_str().expect("utf8")], None),
+        "the dashboard's expressions",
+    );
+    exprs.push(
+        dashboard["templating"]["list"][1]["definition"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string(),
+    );
+    for e in &exprs {
+        for m in metric_names(e) {
+            let exported = exposition.contains(&format!("# TYPE {m} gauge"));
+            assert!(
+                exported || recorded.contains(&m) || m.starts_with("DCGM_"),
+                "{m} (in {e}) is neither exported nor recorded"
+            );
+        }
+    }
+
+    // The chart ships both: the PrometheusRule is the rules file, the ConfigMap the dashboard.
+    let docs = render(
+        "wlmap-system",
+        &[
+            "prometheusRule.enabled=true",
+            "grafanaDashboard.enabled=true",
+        ],
+    );
+    let rule = docs
+        .iter()
+        .find(|d| d["kind"] == "PrometheusRule")
+        .expect("PrometheusRule");
+    let file: Value = serde_saphyr::from_str(&std::fs::read_to_string(&rules_file).expect("rules"))
+        .expect("rules YAML");
+    assert_eq!(rule["spec"]["groups"], file["groups"]);
+    let cm = docs
+        .iter()
+        .find(|d| d["kind"] == "ConfigMap" && d["metadata"]["labels"]["grafana_dashboard"] == "1")
+        .expect("dashboard ConfigMap");
+    let shipped: Value = serde_json::from_str(
+        cm["data"]["wlmap-workloads.json"]
+            .as_str()
+            .expect("dashboard data"),
+    )
+    .expect("JSON");
+    assert_eq!(shipped, dashboard);
+}

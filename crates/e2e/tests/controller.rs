@@ -178,6 +178,31 @@ fn a_jobset_is_ganged_as_one_workload() {
     );
     assert!(ctl.metric(r#"wlmap_controller_gang_object_writes_total{action="apply"}"#) >= 1.0);
     assert_eq!(ctl.metric("wlmap_controller_leader"), 1.0);
+
+    // The controller serves the platform view of its own inventory: the JobSet is one
+    // workload of 12 GPUs, all held by Running pods, in /metrics and in the web view's API.
+    let series = r#"{namespace="ctl-jobset",group="jobset.x-k8s.io",kind="JobSet",name="train"}"#;
+    assert_eq!(
+        ctl.metric(&format!("wlmap_workload_gpus_requested{series}")),
+        12.0
+    );
+    tb.wait_for("the controller's view of the Running pods", 60, || {
+        ctl.metric(&format!("wlmap_workload_gpus_held{series}")) == 12.0
+    });
+    let (code, body) = ctl.get("/api/workloads");
+    assert_eq!(code, 200);
+    let rows: Value = serde_json::from_str(&body).expect("JSON");
+    let ours: Vec<&Value> = rows["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .filter(|r| r["namespace"] == ns)
+        .collect();
+    assert_eq!(ours.len(), 1, "{ours:?}");
+    assert_eq!(ours[0]["gpusHeld"], 12.0);
+    let (code, page) = ctl.get("/");
+    assert_eq!(code, 200);
+    assert!(page.contains("<script src=\"/app.js\""), "{page}");
 }
 
 /// A RayCluster of the real KubeRay operator (a head and two 4-GPU workers) on room for all

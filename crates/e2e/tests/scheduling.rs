@@ -344,3 +344,89 @@ fn watch_lines(
     });
     (child, rx)
 }
+
+/// `wlmap serve` against the live cluster: a RayCluster of the real KubeRay operator shows as
+/// one workload with its pods on KWOK nodes, and follows the operator as it scales up, in the
+/// web view's API and in the metrics, without being restarted.
+#[test]
+#[ignore = "needs the scheduling testbed with KubeRay (see the file's doc)"]
+fn serve_follows_a_raycluster_as_it_scales() {
+    let tb = testbed();
+    wlmap_e2e::require_operator("kuberay");
+    let ns = "sched-serve";
+    namespace(&tb, ns);
+    tb.add_node("srv-cpu-0", "srv", 0);
+    tb.add_node("srv-gpu-0", "srv", 8);
+    tb.add_node("srv-gpu-1", "srv", 8);
+    let served = wlmap_e2e::served::Served::start(
+        &wlmap_e2e::wlmap_bin(),
+        &["--kubeconfig", &tb.kubeconfig, "-n", ns],
+        &[],
+    );
+    served.wait_rows("the watches listed", |v| v["synced"] == true);
+    let rc = wlmap_e2e::raycluster(ns, "srv", 4);
+    tb.kubectl(&["create", "-f", "-"], Some(&rc.to_string()));
+    let ray = |v: &Value| -> Option<Value> {
+        v["items"]
+            .as_array()?
+            .iter()
+            .find(|r| r["kind"] == "RayCluster" && r["name"] == "tune")
+            .cloned()
+    };
+    let row = |gpus: f64, ready: u64| {
+        move |v: &Value| {
+            ray(v).is_some_and(|r| {
+                r["resources"]["gpus"] == gpus
+                    && r["gpusHeld"] == gpus
+                    && r["pods"]["ready"] == ready
+            })
+        }
+    };
+    let v = served.wait_rows("the head and two 4-GPU workers running", row(8.0, 3));
+    assert_eq!(
+        v["items"].as_array().map(|a| a.len()),
+        Some(1),
+        "one workload: {v}"
+    );
+
+    let detail = served.get(&format!(
+        "/api/workload?namespace={ns}&group=ray.io&kind=RayCluster&name=tune"
+    ));
+    assert_eq!(detail.status, 200);
+    let d: Value = serde_json::from_str(&detail.body).expect("JSON");
+    let mut pods = Vec::new();
+    let mut stack = vec![d["describe"]["components"][0].clone()];
+    while let Some(n) = stack.pop() {
+        pods.extend(n["pods"].as_array().cloned().unwrap_or_default());
+        stack.extend(n["components"].as_array().cloned().unwrap_or_default());
+    }
+    assert_eq!(pods.len(), 3, "{d}");
+    assert!(
+        pods.iter()
+            .all(|p| p["node"].as_str().is_some_and(|n| n.starts_with("srv-"))),
+        "every pod on a KWOK node of the pool: {pods:?}"
+    );
+
+    // Scale the worker group up: the view follows the operator, the server is not restarted.
+    tb.kubectl(
+        &[
+            "patch",
+            "raycluster/tune",
+            "-n",
+            ns,
+            "--type=json",
+            "-p",
+            r#"[{"op": "replace", "path": "/spec/workerGroupSpecs/0/replicas", "value": 3}]"#,
+        ],
+        None,
+    );
+    served.wait_rows("a third worker running", row(12.0, 4));
+    let metrics = served.get("/metrics").body;
+    let series = format!(
+        "wlmap_workload_gpus_held{{namespace=\"{ns}\",group=\"ray.io\",kind=\"RayCluster\",name=\"tune\"}} 12"
+    );
+    assert!(
+        metrics.lines().any(|l| l == series),
+        "{series} not in /metrics"
+    );
+}

@@ -68,7 +68,7 @@ pub use error::{Error, ExprField, Result};
 pub use gang::{
     MANAGED_BY, PodGroup, Rendered, SchedulerFormat, SubGroupOut, gang_name, gangs, render_gangs,
 };
-pub use object::Object;
+pub use object::{Object, unix_seconds};
 pub use registry::Registry;
 pub use resolve::{
     MAX_EXPANDED_REPLICAS, NoReferences, Node, ObjectsProvider, PodInfo, ReferenceProvider,

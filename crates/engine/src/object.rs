@@ -207,3 +207,28 @@ impl Object {
         self.pod
     }
 }
+
+/// Seconds since the Unix epoch of an RFC 3339 UTC timestamp (`2026-09-16T14:00:00Z`), as
+/// Kubernetes writes `metadata.creationTimestamp`; None when it is not one.
+///
+/// ```
+/// assert_eq!(wlmap_engine::unix_seconds("2026-09-16T14:00:00Z"), Some(1_789_567_200));
+/// assert_eq!(wlmap_engine::unix_seconds("yesterday"), None);
+/// ```
+pub fn unix_seconds(ts: &str) -> Option<i64> {
+    let b = ts.as_bytes();
+    if b.len() < 19 {
+        return None;
+    }
+    let num = |r: std::ops::Range<usize>| ts.get(r)?.parse::<i64>().ok();
+    let (y, m, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
+    let (hh, mm, ss) = (num(11..13)?, num(14..16)?, num(17..19)?);
+    // Days from civil (Howard Hinnant's algorithm).
+    let y2 = if m <= 2 { y - 1 } else { y };
+    let era = if y2 >= 0 { y2 } else { y2 - 399 } / 400;
+    let yoe = y2 - era * 400;
+    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146097 + doe - 719468;
+    Some(days * 86400 + hh * 3600 + mm * 60 + ss)
+}

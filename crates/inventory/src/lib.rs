@@ -34,6 +34,7 @@ mod parallel;
 mod placement;
 mod store;
 mod trim;
+pub mod view;
 
 pub use feed::{Event as FeedEvent, Fed, Feed};
 pub use index::{Entry, Index};

@@ -68,6 +68,13 @@ pub fn run(g: &Global, a: &ControllerArgs) -> Result {
         renew_every: Duration::from_secs(a.renew_every),
         webhook_addr: a.webhook_address,
         probe_addr: a.probe_address,
+        view: wlmap_server::Options {
+            token: a
+                .view_token_file
+                .as_deref()
+                .map(crate::commands::serve::read_token)
+                .transpose()?,
+        },
         certificates,
         endpoint,
         webhook_config: a.webhook_config.clone(),

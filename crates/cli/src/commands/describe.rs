@@ -6,8 +6,8 @@ use crate::defs::{resolve_type, targets};
 use crate::exit::{Result, invalid, no_definition, not_found, usage};
 use crate::render;
 use crate::source::{parse_documents, read_input};
-use crate::view;
 use wlmap_engine::{Definition, GpuPolicy, Node, Object, Workload};
+use wlmap_inventory::view;
 use wlmap_inventory::{Entry, Index, ObjectKey};
 use wlmap_schema::GroupKind;
 
@@ -270,7 +270,7 @@ fn node_summary(n: &Node, observed: bool, gpu: &GpuPolicy) -> String {
         parts.push(format!("replicas: {}", n.replicas));
     }
     parts.push(format!("gpu: {}", render::num(n.resources.gpus(gpu))));
-    let claims = crate::view::resource_claims(n);
+    let claims = wlmap_inventory::view::resource_claims(n);
     if !claims.is_empty() {
         parts.push(format!("claims: {}", claims.join(",")));
     }

@@ -6,10 +6,9 @@ use crate::defs::{resolve_type, targets};
 use crate::exit::{Result, not_found, usage};
 use crate::render;
 use crate::source::Selector;
-use crate::view;
 use std::collections::BTreeSet;
-use wlmap_engine::{GpuPolicy, Object};
-use wlmap_inventory::{Entry, Index, ObjectKey};
+use wlmap_engine::Object;
+use wlmap_inventory::{Entry, Index, ObjectKey, view};
 use wlmap_schema::GroupKind;
 
 /// What the arguments ask for.
@@ -134,55 +133,16 @@ pub fn run(ctx: &Context, a: &GetArgs) -> Result {
 
 /// One row of the listing; an evaluation error is said on stderr and kept in the row.
 pub fn item(e: &Entry) -> view::GetItem {
-    let o = &e.object;
-    let d = &e.definition;
-    match &e.result {
-        Ok(w) => view::GetItem {
-            api_version: w.api_version.clone(),
-            kind: w.kind.clone(),
-            name: w.name.clone(),
-            namespace: w.namespace.clone(),
-            status: view::status(w),
-            resources: view::GpuOnly {
-                gpus: w.gpus(&GpuPolicy::default()),
-            },
-            pods: view::pods(w),
-            definition: view::definition(d),
-            components: d.component_names().into_iter().map(String::from).collect(),
-            created: o.creation_timestamp().map(String::from),
-            error: None,
-        },
-        Err(err) => {
-            eprintln!(
-                "wlmap: error: {}/{} in {}: {err}",
-                o.kind(),
-                o.name(),
-                o.namespace()
-            );
-            view::GetItem {
-                api_version: o.api_version().into(),
-                kind: o.kind().into(),
-                name: o.name().into(),
-                namespace: o.namespace().into(),
-                status: view::StatusView {
-                    phase: wlmap_engine::Phase::Undefined,
-                    phases: vec![],
-                    reason: None,
-                    message: None,
-                },
-                resources: view::GpuOnly { gpus: 0.0 },
-                pods: view::PodsView {
-                    desired: 0,
-                    observed: None,
-                    ready: None,
-                },
-                definition: view::definition(d),
-                components: vec![],
-                created: o.creation_timestamp().map(String::from),
-                error: Some(err.to_string()),
-            }
-        }
+    if let Err(err) = &e.result {
+        let o = &e.object;
+        eprintln!(
+            "wlmap: error: {}/{} in {}: {err}",
+            o.kind(),
+            o.name(),
+            o.namespace()
+        );
     }
+    view::item(e)
 }
 
 /// The table: NAMESPACE (with `-A`), NAME, KIND, STATUS, PODS, GPUS, AGE; `-o wide` adds

@@ -6,6 +6,7 @@ pub mod definitions;
 pub mod describe;
 pub mod gang;
 pub mod get;
+pub mod serve;
 pub mod set;
 pub mod validate;
 pub mod watch;

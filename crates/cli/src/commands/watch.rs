@@ -7,10 +7,10 @@ use crate::commands::get::{Query, header, item, row};
 use crate::context::Context;
 use crate::exit::{Failure, Result, usage};
 use crate::render;
-use crate::view::GetItem;
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::ControlFlow;
 use wlmap_engine::Object;
+use wlmap_inventory::view::GetItem;
 use wlmap_inventory::{Fed, Feed, FeedEvent, Inventory, ObjectKey};
 use wlmap_kube::{Kind, WatchEvent};
 use wlmap_schema::GroupKind;
@@ -46,7 +46,7 @@ pub fn run(ctx: &Context, a: &GetArgs, query: &Query) -> Result {
 /// Turn a watch event into a feed event (objects trimmed as the live inventory holds them);
 /// a failed watch is reported instead: an error while the kinds are first listed when it is
 /// a refusal (no retry will change it), else a warning said once (the watcher retries).
-fn feed_event(
+pub fn feed_event(
     ev: WatchEvent,
     synced: bool,
     said: &mut BTreeSet<String>,
@@ -287,7 +287,7 @@ pub fn describe(ctx: &Context, a: &crate::args::DescribeArgs) -> Result {
             Some(e) => match (&e.result, json) {
                 (Err(err), _) => format!("{}/{name}: {err}\n", gvk.kind),
                 (Ok(w), true) => {
-                    let v = crate::view::describe(&e.definition, w, a.explain);
+                    let v = wlmap_inventory::view::describe(&e.definition, w, a.explain);
                     let mut line = serde_json::to_string(&v).unwrap_or_default();
                     line.push('\n');
                     line

@@ -1,6 +1,8 @@
-//! The JSON/YAML output contract (see README "Output contract"). Field names here are what
-//! scripts rely on: add fields, never rename them.
+//! The JSON views of workloads: the output contract of `wlmap get -o json`, `describe -o json`
+//! and the web API (see README "Output contract"). Field names here are what scripts rely on:
+//! add fields, never rename them.
 
+use crate::Entry;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use wlmap_engine::{Definition, GpuPolicy, Node, Phase, Workload};
@@ -263,5 +265,61 @@ pub fn describe(d: &Definition, w: &Workload, explain: bool) -> DescribeView {
         components: vec![node(&w.root, w.pods_observed, &gpu)],
         unattributed_pods: w.unattributed.iter().map(|p| p.name.clone()).collect(),
         explain: explain.then(|| w.status.trace.clone()),
+    }
+}
+
+/// One row of `get` for an inventory entry; an entry whose definition could not evaluate it
+/// gets status `Undefined`, zero pods and GPUs, and the error in `error`.
+///
+/// ```
+/// let job = wlmap_engine::Object::new(serde_json::json!({"apiVersion": "batch/v1", "kind": "Job",
+///     "metadata": {"name": "train", "namespace": "ml", "uid": "j1"},
+///     "spec": {"parallelism": 2, "template": {"spec": {"containers": [
+///         {"name": "t", "resources": {"limits": {"nvidia.com/gpu": 4}}}]}}}}));
+/// let inv = wlmap_inventory::Inventory::from_objects(wlmap_catalog::registry().unwrap(), [job]);
+/// let item = wlmap_inventory::view::item(inv.workloads().next().unwrap());
+/// assert_eq!((item.name.as_str(), item.resources.gpus, item.pods.desired), ("train", 8.0, 2));
+/// ```
+pub fn item(e: &Entry) -> GetItem {
+    let o = &e.object;
+    let d = &e.definition;
+    match &e.result {
+        Ok(w) => GetItem {
+            api_version: w.api_version.clone(),
+            kind: w.kind.clone(),
+            name: w.name.clone(),
+            namespace: w.namespace.clone(),
+            status: status(w),
+            resources: GpuOnly {
+                gpus: w.gpus(&GpuPolicy::default()),
+            },
+            pods: pods(w),
+            definition: definition(d),
+            components: d.component_names().into_iter().map(String::from).collect(),
+            created: o.creation_timestamp().map(String::from),
+            error: None,
+        },
+        Err(err) => GetItem {
+            api_version: o.api_version().into(),
+            kind: o.kind().into(),
+            name: o.name().into(),
+            namespace: o.namespace().into(),
+            status: StatusView {
+                phase: Phase::Undefined,
+                phases: vec![],
+                reason: None,
+                message: None,
+            },
+            resources: GpuOnly { gpus: 0.0 },
+            pods: PodsView {
+                desired: 0,
+                observed: None,
+                ready: None,
+            },
+            definition: definition(d),
+            components: vec![],
+            created: o.creation_timestamp().map(String::from),
+            error: Some(err.to_string()),
+        },
     }
 }

@@ -1,0 +1,133 @@
+//! `wlmap serve`: the platform view (workload metrics, the web page, the JSON API) of a
+//! cluster, a snapshot or the demo, kept live: a cluster through one watch per kind, a
+//! snapshot by reading it again when the file changes.
+
+use crate::args::ServeArgs;
+use crate::cluster::Connection;
+use crate::commands::watch::feed_event;
+use crate::context::Context;
+use crate::exit::{Code, Failure, Result, invalid};
+use std::collections::BTreeSet;
+use std::ops::ControlFlow;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+use wlmap_engine::Object;
+use wlmap_inventory::{Feed, Inventory};
+use wlmap_schema::GroupKind;
+use wlmap_server::{Live, Map, Options};
+
+/// How often a snapshot file's modification time is looked at.
+const SNAPSHOT_CHECK: Duration = Duration::from_secs(1);
+
+/// Run until killed.
+pub fn run(mut ctx: Context, a: &ServeArgs) -> Result {
+    let opts = Options {
+        token: a.token_file.as_deref().map(read_token).transpose()?,
+    };
+    let live = match ctx.cluster.take() {
+        Some(conn) => watch_cluster(conn, &ctx)?,
+        None => {
+            let snapshots = ctx.global.snapshot.clone();
+            let live = Arc::new(Live::fixed(Inventory::from_index(ctx.index)));
+            follow_snapshots(snapshots, live.clone());
+            live
+        }
+    };
+    serve(a, live, opts)
+}
+
+/// The token a `--token-file` holds (surrounding white space trimmed; empty is an error).
+pub fn read_token(path: &std::path::Path) -> Result<String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| invalid(format!("--token-file {}: {e}", path.display())))?;
+    let token = text.trim().to_string();
+    if token.is_empty() {
+        return Err(invalid(format!("--token-file {}: empty", path.display())));
+    }
+    Ok(token)
+}
+
+/// Bind and serve until the process is killed (the server is read-only: nothing to finish).
+fn serve(a: &ServeArgs, live: Arc<Live>, opts: Options) -> Result {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Failure::new(Code::Runtime, e))?;
+    rt.block_on(async {
+        let listener = tokio::net::TcpListener::bind(a.listen)
+            .await
+            .map_err(|e| Failure::new(Code::Runtime, anyhow::anyhow!("{}: {e}", a.listen)))?;
+        let addr = listener.local_addr().unwrap_or(a.listen);
+        eprintln!("wlmap: serving http://{addr}/ (metrics on /metrics)");
+        let (_stop, stopped) = tokio::sync::watch::channel(false);
+        let map: Arc<dyn Map> = live;
+        wlmap_server::serve(listener, map, Arc::new(opts), stopped).await;
+        Ok(())
+    })
+}
+
+/// A live inventory fed by one watch per kind that every definition's workloads are made of,
+/// on a thread of its own. A refusal while the kinds are first listed ends the process.
+fn watch_cluster(conn: Connection, ctx: &Context) -> Result<Arc<Live>> {
+    let reg = ctx.reg().clone();
+    let roots: Vec<_> = reg.iter().map(|d| d.root_gvk()).collect();
+    let kinds = conn.kinds_of_workloads(&roots, &reg, true)?;
+    let kinds_fed = kinds
+        .iter()
+        .map(|k| GroupKind::new(&k.resource.group, &k.resource.kind))
+        .collect();
+    let live = Arc::new(Live::fed(Feed::new(reg, kinds_fed)));
+    let ns = ctx.namespace();
+    let feeder = live.clone();
+    std::thread::spawn(move || {
+        let mut said = BTreeSet::new();
+        conn.cluster.watch(&kinds, ns.as_deref(), |ev| {
+            match feed_event(ev, feeder.synced(), &mut said) {
+                Ok(Some(e)) => {
+                    feeder.update(|feed| feed.on(e));
+                }
+                Ok(None) => {}
+                Err(f) => {
+                    eprintln!("wlmap: error: {}", crate::exit::one_line(&f.error));
+                    std::process::exit(f.code as i32);
+                }
+            }
+            ControlFlow::Continue(())
+        });
+    });
+    Ok(live)
+}
+
+/// Read the snapshot files again each time one of them changes (stdin cannot be).
+fn follow_snapshots(paths: Vec<PathBuf>, live: Arc<Live>) {
+    let paths: Vec<PathBuf> = paths.into_iter().filter(|p| p.as_os_str() != "-").collect();
+    if paths.is_empty() {
+        return;
+    }
+    std::thread::spawn(move || {
+        let stamp = |paths: &[PathBuf]| -> Vec<Option<SystemTime>> {
+            paths
+                .iter()
+                .map(|p| std::fs::metadata(p).and_then(|m| m.modified()).ok())
+                .collect()
+        };
+        let mut seen = stamp(&paths);
+        loop {
+            std::thread::sleep(SNAPSHOT_CHECK);
+            let now = stamp(&paths);
+            if now == seen {
+                continue;
+            }
+            seen = now;
+            match crate::source::ObjectSet::from_snapshots(&paths) {
+                Ok(set) => {
+                    let objects: Vec<Object> = set.objects;
+                    live.update(|feed| feed.inventory.replace_all(objects));
+                }
+                // A file caught half-written, or broken: keep what is shown, say why.
+                Err(f) => eprintln!("wlmap: warning: snapshot not re-read: {}", f.error),
+            }
+        }
+    });
+}
