@@ -132,6 +132,7 @@ function renderList() {
     else th.removeAttribute("aria-sort");
   }
   document.body.dataset.version = String(state.version);
+  if (!performance.getEntriesByName("wlmap-rendered").length) performance.mark("wlmap-rendered");
 }
 
 // One component of the tree, with its pods and children.
