@@ -126,6 +126,18 @@ pub enum Command {
         after_help = "Examples:\n  wlmap --demo serve\n  wlmap serve -A --listen 0.0.0.0:8080 --token-file /etc/wlmap/token\n  wlmap --snapshot cluster.yaml serve   # re-read when the file changes"
     )]
     Serve(ServeArgs),
+    /// Draft a definition for a CRD: its pod templates, replicas, status and suspend from the
+    /// schema (`# TODO` where it guesses); `--from-objects` confirms them with live objects.
+    #[command(
+        after_help = "Examples:\n  wlmap scaffold crds/ray.io_rayclusters.yaml > raycluster.yaml\n  wlmap scaffold --crd rayclusters.ray.io --from-objects\n  wlmap --snapshot cluster.yaml scaffold trainer-crd.yaml --from-objects"
+    )]
+    Scaffold(ScaffoldArgs),
+    /// Check that every definition in force still fits its kind: served, its paths in the
+    /// schema, its condition types and phases allowed, live objects evaluated (exit 5 on findings).
+    #[command(
+        after_help = "Examples:\n  wlmap check\n  wlmap check --crd crds/ -o json\n  wlmap check --definitions raycluster.yaml --crd ray.io_rayclusters.yaml"
+    )]
+    Check(CheckArgs),
     /// Compare the catalog with recorded states of real operators.
     #[command(after_help = "Examples:\n  wlmap conformance ../shared/conformance/recorded")]
     Conformance(ConformanceArgs),
@@ -286,6 +298,33 @@ pub struct GangArgs {
     /// Output objects for a scheduler.
     #[arg(long, value_enum)]
     pub format: Option<GangFormat>,
+}
+
+/// `scaffold`.
+#[derive(Debug, Args)]
+pub struct ScaffoldArgs {
+    /// A file holding the CustomResourceDefinition (YAML or JSON; - for stdin).
+    #[arg(conflicts_with = "crd")]
+    pub file: Option<PathBuf>,
+    /// A CRD served by the cluster, by name (`rayclusters.ray.io`).
+    #[arg(long, value_name = "NAME")]
+    pub crd: Option<String>,
+    /// The kind to draft when the file holds several CRDs.
+    #[arg(long)]
+    pub kind: Option<String>,
+    /// Learn from live objects of the kind and their pods (the cluster's, or the snapshot's):
+    /// pod labels, the kinds between the workload and its pods, condition types.
+    #[arg(long)]
+    pub from_objects: bool,
+}
+
+/// `check`.
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// Check against these CRD files instead of the cluster (definitions of other kinds are
+    /// not checked).
+    #[arg(long, value_name = "FILE")]
+    pub crd: Vec<PathBuf>,
 }
 
 /// `serve`.

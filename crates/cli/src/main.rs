@@ -5,7 +5,6 @@ mod args;
 mod cluster;
 mod commands;
 mod context;
-mod crdcheck;
 mod defs;
 mod exit;
 mod render;
@@ -51,8 +50,9 @@ fn run(cli: Cli) -> Result<(), Failure> {
     let g = cli.global.clone();
     let needs_objects = !matches!(
         cli.command,
-        Command::Definitions(_) | Command::Conformance(_)
-    ) && !matches!(&cli.command, Command::Describe(a) if a.file.is_some())
+        Command::Definitions(_) | Command::Conformance(_) | Command::Check(_)
+    ) && !matches!(&cli.command, Command::Scaffold(a) if !a.from_objects || a.crd.is_some())
+        && !matches!(&cli.command, Command::Describe(a) if a.file.is_some())
         && !matches!(&cli.command, Command::Gang(a) if a.file.is_some())
         && !matches!(&cli.command, Command::Set(a) if a.file.is_some());
     let mut g = g;
@@ -62,7 +62,10 @@ fn run(cli: Cli) -> Result<(), Failure> {
     }
     let ctx = if g.demo
         || !g.snapshot.is_empty()
-        || !(needs_objects || matches!(cli.command, Command::Definitions(_)))
+        || !(needs_objects
+            || matches!(cli.command, Command::Definitions(_))
+            || matches!(&cli.command, Command::Check(a) if a.crd.is_empty())
+            || matches!(&cli.command, Command::Scaffold(a) if a.crd.is_some() || a.from_objects))
     {
         let set = if g.demo {
             source::ObjectSet::demo()?
@@ -78,7 +81,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             offline: true,
             cluster: None,
         }
-    } else if matches!(cli.command, Command::Definitions(_))
+    } else if matches!(cli.command, Command::Definitions(_) | Command::Check(_))
         && g.kubeconfig.is_none()
         && std::env::var_os("KUBECONFIG").is_none()
         && !default_kubeconfig_exists()
@@ -133,6 +136,8 @@ fn run(cli: Cli) -> Result<(), Failure> {
         Command::Gang(a) => commands::gang::run(&ctx, a),
         Command::Conformance(a) => commands::conformance::run(&ctx, a),
         Command::Serve(a) => commands::serve::run(ctx, a),
+        Command::Scaffold(a) => commands::scaffold::run(&ctx, a),
+        Command::Check(a) => commands::check::run(&ctx, a),
         Command::Validate(_) | Command::Controller(_) | Command::Completion { .. } => Ok(()),
     }
 }

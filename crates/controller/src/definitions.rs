@@ -40,7 +40,8 @@ pub fn registry(kartas: &[Value]) -> (Registry, Vec<String>) {
 
 /// What a Karta object should carry that the controller keeps: the labels KAI Scheduler finds
 /// it by, and its conditions (`Valid`: decodes strictly and compiles; `KindServed`: the API
-/// server serves its root kind).
+/// server serves its root kind; `SchemaMatches`: every path it reads is in its kind's CRD
+/// schema, as `wlmap check` finds).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Upkeep {
     /// Labels to set (only when one is missing or different).
@@ -50,7 +51,11 @@ pub struct Upkeep {
 }
 
 /// The condition types the controller writes on Kartas.
-pub const CONDITIONS: [&str; 2] = ["Valid", "KindServed"];
+pub const CONDITIONS: [&str; 3] = ["Valid", "KindServed", "SchemaMatches"];
+
+/// What `wlmap check` finds of a Karta against its kind's CRD: None when the kind has no CRD
+/// (a built-in kind, or not served); else each finding as `field: problem`.
+pub type SchemaFindings = Option<Vec<String>>;
 
 /// What to change on a Karta object, given whether its root kind is served and the time now
 /// (RFC 3339). Conditions keep their `lastTransitionTime` while their status stays.
@@ -60,13 +65,14 @@ pub const CONDITIONS: [&str; 2] = ["Valid", "KindServed"];
 ///     "metadata": {"name": "bad", "generation": 1},
 ///     "spec": {"structureDefinition": {"rootComponent": {"name": "x",
 ///         "kind": {"group": "example.io", "version": "v1", "kind": "X"}, "specDefinition": {"podTemplateSpecPath": ".spec.template | ("}}}}});
-/// let u = wlmap_controller::definitions::upkeep(&k, false, "2026-12-02T00:00:00Z");
+/// let u = wlmap_controller::definitions::upkeep(&k, false, None, "2026-12-02T00:00:00Z");
 /// assert_eq!(u.labels.unwrap()["run.ai/karta-kind"], "X");
 /// let c = u.conditions.unwrap();
 /// assert_eq!((c[0]["type"].as_str(), c[0]["status"].as_str()), (Some("Valid"), Some("False")));
 /// assert_eq!(c[1]["status"], "False");
+/// assert_eq!((c[2]["status"].as_str(), c[2]["reason"].as_str()), (Some("Unknown"), Some("NoCRD")));
 /// ```
-pub fn upkeep(obj: &Value, served: bool, now: &str) -> Upkeep {
+pub fn upkeep(obj: &Value, served: bool, schema: SchemaFindings, now: &str) -> Upkeep {
     let name = obj["metadata"]["name"].as_str().unwrap_or("?");
     let verdict = wlmap_schema::decode(&obj.to_string(), &format!("kartas.run.ai/{name}"))
         .map_err(|e| e.to_string())
@@ -98,6 +104,25 @@ pub fn upkeep(obj: &Value, served: bool, now: &str) -> Upkeep {
         serde_json::json!({"type": t, "status": if ok { "True" } else { "False" },
             "reason": reason, "message": message, "observedGeneration": generation})
     };
+    let schema_condition = match schema {
+        None => {
+            let mut c = condition(
+                "SchemaMatches",
+                false,
+                "NoCRD",
+                format!("{gvk} has no CustomResourceDefinition to check against"),
+            );
+            c["status"] = Value::from("Unknown");
+            c
+        }
+        Some(f) if f.is_empty() => condition(
+            "SchemaMatches",
+            true,
+            "Matches",
+            "every path the definition reads is in its CRD's schema".into(),
+        ),
+        Some(f) => condition("SchemaMatches", false, "SchemaMismatch", f.join("; ")),
+    };
     let mut conditions = vec![
         match &verdict {
             Ok(_) => condition(
@@ -118,6 +143,7 @@ pub fn upkeep(obj: &Value, served: bool, now: &str) -> Upkeep {
                 format!("{gvk} is not served (its CRD is not installed)"),
             )
         },
+        schema_condition,
     ];
     let old: Vec<Value> = obj["status"]["conditions"]
         .as_array()

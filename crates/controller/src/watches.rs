@@ -153,11 +153,15 @@ async fn keep_karta(shared: Arc<Shared>, k: Value) {
     let root = &k["spec"]["structureDefinition"]["rootComponent"]["kind"];
     let text = |f: &str| root[f].as_str().unwrap_or("").to_string();
     let gvk = kube::api::GroupVersionKind::gvk(&text("group"), &text("version"), &text("kind"));
-    let served = kube::discovery::pinned_kind(&shared.client, &gvk)
-        .await
-        .is_ok();
+    let pinned = kube::discovery::pinned_kind(&shared.client, &gvk).await;
+    let schema = match &pinned {
+        Ok((ar, _)) if !ar.group.is_empty() => {
+            schema_findings(&shared, &k, &ar.plural, &ar.group).await
+        }
+        _ => None,
+    };
     let now = k8s_openapi::jiff::Timestamp::now().to_string();
-    let u = crate::definitions::upkeep(&k, served, &now);
+    let u = crate::definitions::upkeep(&k, pinned.is_ok(), schema, &now);
     let api: kube::Api<DynamicObject> =
         kube::Api::all_with(shared.client.clone(), &karta_resource());
     if let Some(labels) = u.labels {
@@ -187,6 +191,33 @@ async fn keep_karta(shared: Arc<Shared>, k: Value) {
     }
 }
 
+/// What `wlmap check` finds of a Karta against its kind's CRD (`PLURAL.GROUP`); None when
+/// there is no such CRD or the Karta does not decode (its `Valid` condition says why).
+async fn schema_findings(
+    shared: &Shared,
+    k: &Value,
+    plural: &str,
+    group: &str,
+) -> crate::definitions::SchemaFindings {
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+    let api: kube::Api<CustomResourceDefinition> = kube::Api::all(shared.client.clone());
+    let crd = api.get_opt(&format!("{plural}.{group}")).await.ok()??;
+    let crd = wlmap_author::Crd::from_value(&serde_json::to_value(crd).ok()?).ok()?;
+    let karta = wlmap_schema::decode(&k.to_string(), "karta")
+        .ok()?
+        .into_iter()
+        .next()?;
+    Some(
+        wlmap_author::check(&karta, &crd)
+            .into_iter()
+            .map(|f| format!("{}: {}", f.field, f.problem))
+            .collect(),
+    )
+}
+
+/// After a CRD event, discovery is asked again after these waits.
+const DISCOVERY_LAG: [Duration; 2] = [Duration::from_secs(1), Duration::from_secs(4)];
+
 /// Follow CustomResourceDefinitions: a kind a definition names may be served only later
 /// (its CRD installed after the controller started), or no longer.
 pub(crate) async fn watch_crds(shared: Arc<Shared>, client: kube::Client) {
@@ -212,6 +243,17 @@ pub(crate) async fn watch_crds(shared: Arc<Shared>, client: kube::Client) {
                 shared.definitions_changed.notify_one();
                 // A Karta's kind may be served now, or no longer.
                 keep_kartas(&shared);
+                // The API server's discovery lists a kind a moment after its CRD's last
+                // event (Established): look again then, or the kind would wait for the next
+                // CRD event to be watched.
+                let later = shared.clone();
+                tokio::spawn(async move {
+                    for wait in DISCOVERY_LAG {
+                        tokio::time::sleep(wait).await;
+                        later.definitions_changed.notify_one();
+                        keep_kartas(&later);
+                    }
+                });
             }
             WatchEvent::Failed(_, e) => {
                 warn_once(&mut said, "watch of CRDs failed (retrying)", &e);

@@ -796,6 +796,50 @@ fn definitions_applied_are_found_as_kai_finds_them() {
         condition(name, "Valid")["status"] == "True"
             && condition(name, "KindServed")["status"] == "True"
     });
+    // A built-in kind has no CRD to check against.
+    assert_eq!(condition(name, "SchemaMatches")["reason"], "NoCRD");
+    // A Karta that reads a field its kind's CRD does not have: `wlmap check`'s finding, as a
+    // condition; fixed, the condition turns True.
+    let crd = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "gadgets.example.io"},
+        "spec": {"group": "example.io", "scope": "Namespaced",
+            "names": {"kind": "Gadget", "plural": "gadgets", "singular": "gadget"},
+            "versions": [{"name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                    "spec": {"type": "object", "properties": {
+                        "count": {"type": "integer"},
+                        "template": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}},
+                    "status": {"type": "object", "properties": {"phase": {"type": "string"}}}}}}}]}});
+    tb.kubectl(&["apply", "-f", "-"], Some(&crd.to_string()));
+    tb.wait_established(&["crd/gadgets.example.io"]);
+    let gadget = |replicas: &str| {
+        json!({"apiVersion": "run.ai/v1alpha1", "kind": "Karta", "metadata": {"name": "example-io-gadget-v1"},
+            "spec": {"structureDefinition": {"rootComponent": {"name": "gadget",
+                "kind": {"group": "example.io", "version": "v1", "kind": "Gadget"},
+                "specDefinition": {"podTemplateSpecPath": ".spec.template"},
+                "scaleDefinition": {"replicasPath": replicas},
+                "statusDefinition": {"phaseDefinition": {"path": ".status.phase"},
+                    "statusMappings": {"running": [{"byPhase": "Running"}]}}}}}})
+        .to_string()
+    };
+    tb.kubectl(&["apply", "-f", "-"], Some(&gadget(".spec.replicas")));
+    tb.wait_for("the Gadget Karta's schema mismatch reported", 60, || {
+        condition("example-io-gadget-v1", "SchemaMatches")["status"] == "False"
+    });
+    let mismatch = condition("example-io-gadget-v1", "SchemaMatches");
+    assert!(
+        mismatch["message"]
+            .as_str()
+            .is_some_and(|m| m
+                .contains("component gadget: replicasPath: .spec.replicas is not in the schema")),
+        "{mismatch}"
+    );
+    tb.kubectl(&["apply", "-f", "-"], Some(&gadget(".spec.count")));
+    tb.wait_for("the fixed Gadget Karta matching its schema", 60, || {
+        condition("example-io-gadget-v1", "SchemaMatches")["status"] == "True"
+    });
+    tb.kubectl(&["delete", "karta", "example-io-gadget-v1"], None);
+    tb.kubectl(&["delete", "crd", "gadgets.example.io"], None);
 
     // The Karta webhook: a broken Karta, a second gang Karta for Jobs and a moved root kind are
     // refused with the reason (kubectl shows it); a good one passes.

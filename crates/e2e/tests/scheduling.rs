@@ -430,3 +430,73 @@ fn serve_follows_a_raycluster_as_it_scales() {
         "{series} not in /metrics"
     );
 }
+
+/// `wlmap scaffold` and `wlmap check` against the live cluster: KubeRay's published CRD (full
+/// PodTemplateSpec schemas) and a RayCluster the operator runs give a draft that reads the
+/// workload as the catalog does; `check` finds the catalog's RayCluster definition fitting
+/// the published CRD and its live objects, and reports the kinds the cluster does not serve.
+#[test]
+#[ignore = "needs the scheduling testbed with KubeRay (see the file's doc)"]
+fn scaffold_and_check_against_the_live_cluster() {
+    let tb = testbed();
+    wlmap_e2e::require_operator("kuberay");
+    let ns = "sched-author";
+    namespace(&tb, ns);
+    tb.add_node("aut-cpu-0", "aut", 0);
+    tb.add_node("aut-gpu-0", "aut", 8);
+    let rc = wlmap_e2e::raycluster(ns, "aut", 4);
+    tb.kubectl(&["create", "-f", "-"], Some(&rc.to_string()));
+    tb.wait_for("the operator to report the RayCluster ready", 180, || {
+        tb.get_json(&["get", "raycluster/tune", "-n", ns])["status"]["state"] == "ready"
+    });
+
+    let o = tb.wlmap(&["scaffold", "--crd", "rayclusters.ray.io", "--from-objects"]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stderr}");
+    assert!(stderr.contains("drafted ray-io-raycluster-v1"), "{stderr}");
+    let draft = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(
+        !draft.contains("keeps this field opaque"),
+        "the published CRD has full pod templates:\n{draft}"
+    );
+    for want in [
+        "podTemplateSpecPath: .spec.headGroupSpec.template",
+        "podTemplateSpecPath: .spec.workerGroupSpecs[]?.template",
+        r#"keyPath: .metadata.labels["ray.io/node-type"]"#,
+    ] {
+        assert!(draft.contains(want), "{want} not in:\n{draft}");
+    }
+    let dir = tempfile::tempdir().expect("tmp");
+    let file = dir.path().join("raycluster.yaml");
+    std::fs::write(&file, &draft).expect("write");
+    let path = file.to_str().expect("utf8");
+    let read = |extra: &[&str]| {
+        let o = tb.wlmap(&[extra, &["get", "raycluster/tune", "-n", ns, "-o", "json"]].concat());
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        json(&o)["items"][0].clone()
+    };
+    let (ours, catalog) = (read(&["--definitions", path]), read(&[]));
+    assert_eq!(ours["definition"]["origin"], "file", "{ours}");
+    assert_eq!(ours["pods"], catalog["pods"], "{ours} {catalog}");
+    assert_eq!(ours["resources"], catalog["resources"], "{ours} {catalog}");
+
+    let o = tb.wlmap(&["check"]);
+    assert_eq!(
+        o.status.code(),
+        Some(5),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.lines().any(
+            |l| l.starts_with("milvus-io-milvus-v1beta1: rootComponent.kind: ")
+                && l.ends_with("is not served by the cluster")
+        ),
+        "{out}"
+    );
+    assert!(
+        !out.lines().any(|l| l.starts_with("ray-io-raycluster-v1: ")),
+        "the catalog's RayCluster fits KubeRay's CRD and live objects:\n{out}"
+    );
+}

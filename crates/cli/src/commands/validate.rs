@@ -40,12 +40,9 @@ pub fn run(a: &ValidateArgs) -> Result {
             }
         }
         if let Some(crd) = &a.crd {
-            let crd_text = read_input(crd)?;
-            for k in &kartas {
-                for w in crate::crdcheck::check(k, &crd_text, &crd.display().to_string())? {
-                    out.push_str(&format!("{name}: warning: {w}\n"));
-                    warnings += 1;
-                }
+            for w in crd_warnings(&kartas, crd)? {
+                out.push_str(&format!("{name}: warning: {w}\n"));
+                warnings += 1;
             }
         }
         if file_errors == 0 {
@@ -66,4 +63,40 @@ pub fn run(a: &ValidateArgs) -> Result {
         ));
     }
     Ok(())
+}
+
+/// Where the definitions do not fit the CRD of their kind in a file (`wlmap check`'s findings).
+fn crd_warnings(kartas: &[wlmap_schema::Karta], crd: &std::path::Path) -> Result<Vec<String>> {
+    let text = read_input(crd)?;
+    let docs = crate::source::parse_documents(&text, &crd.display().to_string())?;
+    let crds = wlmap_author::Crd::all_in(&docs);
+    if crds.is_empty() {
+        return Err(crate::exit::invalid(format!(
+            "{}: no CustomResourceDefinition",
+            crd.display()
+        )));
+    }
+    let mut out = Vec::new();
+    for k in kartas {
+        let root = k.root().kind.clone().unwrap_or_default();
+        let Some(c) = crds
+            .iter()
+            .find(|c| c.group == root.group && c.kind == root.kind)
+        else {
+            out.push(format!(
+                "{}: no CRD for {}.{} in {}",
+                k.name(),
+                root.kind,
+                root.group,
+                crd.display()
+            ));
+            continue;
+        };
+        out.extend(
+            wlmap_author::check(k, c)
+                .into_iter()
+                .map(|f| format!("{}: {}", f.field, f.problem)),
+        );
+    }
+    Ok(out)
 }
