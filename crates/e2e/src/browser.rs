@@ -28,6 +28,18 @@ impl Browser {
     /// Start ChromeDriver and a headless Chromium of this window size, with a fresh profile
     /// and none of Chromium's own network traffic (the machine's network is closed).
     pub fn start(width: u32, height: u32) -> Browser {
+        Browser::launch(width, height, None)
+    }
+
+    /// A browser that presents itself as a phone: a 390×844 CSS-pixel screen at 3× density,
+    /// touch, a mobile user agent (Chromium's device emulation).
+    pub fn phone() -> Browser {
+        let metrics = json!({"deviceMetrics": {"width": 390, "height": 844, "pixelRatio": 3.0, "touch": true},
+            "userAgent": "Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/156.0 Mobile Safari/537.36"});
+        Browser::launch(390, 844, Some(metrics))
+    }
+
+    fn launch(width: u32, height: u32, mobile: Option<Value>) -> Browser {
         let port = crate::controller::free_port();
         let driver = Command::new(chromedriver())
             .arg(format!("--port={port}"))
@@ -60,9 +72,13 @@ impl Browser {
             &format!("--user-data-dir={}", b._profile.path().display()),
             &format!("--window-size={width},{height}"),
         ];
+        let mut options = json!({"binary": chromium(), "args": args});
+        if let Some(m) = mobile {
+            options["mobileEmulation"] = m;
+        }
         let caps = json!({"capabilities": {"alwaysMatch": {
             "browserName": "chrome",
-            "goog:chromeOptions": {"binary": chromium(), "args": args},
+            "goog:chromeOptions": options,
         }}});
         let v = call(port, "POST", "/session", Some(&caps)).expect("new session");
         b.session = v["value"]["sessionId"]
@@ -144,6 +160,23 @@ impl Browser {
             &format!("/element/{id}/value"),
             Some(&json!({"text": text})),
         );
+    }
+
+    /// Press keys (WebDriver key codes for special keys: Enter `\u{E007}`, Escape `\u{E00C}`)
+    /// on whatever has the focus, as a user at the keyboard.
+    pub fn press(&self, keys: &str) {
+        let actions: Vec<Value> = keys
+            .chars()
+            .flat_map(|c| {
+                let k = c.to_string();
+                [
+                    json!({"type": "keyDown", "value": k}),
+                    json!({"type": "keyUp", "value": k}),
+                ]
+            })
+            .collect();
+        let body = json!({"actions": [{"type": "key", "id": "keyboard", "actions": actions}]});
+        self.cmd("POST", "/actions", Some(&body));
     }
 
     /// The text of an open alert, if one is open.

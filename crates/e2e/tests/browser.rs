@@ -187,9 +187,10 @@ fn names_that_look_like_html_render_as_text() {
 #[ignore = "needs Debian's chromium and chromium-driver (scripts/test.sh's browser tier)"]
 fn the_page_fits_a_phone() {
     let s = Served::start(&wlmap_bin(), &["--demo"], &[]);
-    let b = Browser::start(390, 844);
+    let b = Browser::phone();
     b.goto(&s.url());
     rendered(&b, None);
+    assert_eq!(b.eval("return window.innerWidth"), 390, "a phone's width");
     let sideways = "return document.documentElement.scrollWidth - window.innerWidth";
     let overflow = b.eval(sideways);
     assert!(
@@ -221,4 +222,40 @@ fn job(namespace: &str, name: &str, gpus: u32) -> String {
          resources: {{limits: {{nvidia.com/gpu: {gpus}}}}}\n",
         name.len()
     )
+}
+
+#[test]
+#[ignore = "needs Debian's chromium and chromium-driver (scripts/test.sh's browser tier)"]
+fn the_page_works_from_the_keyboard() {
+    let s = Served::start(&wlmap_bin(), &["--demo"], &[]);
+    let b = Browser::start(1280, 900);
+    b.goto(&s.url());
+    rendered(&b, None);
+    // `/` goes to the search box, as on GitHub or k9s.
+    b.press("/");
+    assert_eq!(b.eval("return document.activeElement.id"), "q");
+    b.press("qwen-72b");
+    b.wait(
+        "one row",
+        "return document.querySelectorAll('#rows tr').length === 1",
+    );
+    // Enter on the row's link opens the workload; Escape goes back.
+    b.eval("document.querySelector('#rows a').focus()");
+    b.press("\u{E007}");
+    b.wait(
+        "the workload's page",
+        "const d = document.getElementById('detail-view'); return !d.hidden && d.dataset.version",
+    );
+    let h2 = b.eval("return document.querySelector('#detail-view h2').textContent");
+    assert_eq!(h2, "LeaderWorkerSet/qwen-72b");
+    b.press("\u{E00C}");
+    b.wait(
+        "the table again",
+        "return !document.getElementById('list-view').hidden",
+    );
+    // Sorting is a button in each column head: reachable and pressable from the keyboard.
+    b.eval("document.querySelector(\"th button[data-sort='gpus']\").focus()");
+    b.press("\u{E007}");
+    let sorted = b.eval("return document.querySelector('th[aria-sort]').textContent");
+    assert_eq!(sorted, "GPUs");
 }

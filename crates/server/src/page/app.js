@@ -108,6 +108,8 @@ function renderList() {
   const pages = Math.max(1, Math.ceil(rows.length / PAGE_SIZE));
   state.page = Math.min(state.page, pages - 1);
   const shown = rows.slice(state.page * PAGE_SIZE, (state.page + 1) * PAGE_SIZE);
+  // A live update redraws the rows: keep the keyboard's place on the row it was on.
+  const focused = document.activeElement?.closest?.("#rows tr")?.dataset.key;
   $("rows").replaceChildren(...shown.map((r) => {
     const st = statusOf(r);
     return el("tr", { "data-key": [r.namespace, r.group, r.kind, r.name].join("/") },
@@ -120,6 +122,10 @@ function renderList() {
       el("td", { class: "num" }, num(r.gpusHeld)),
       el("td", { class: "num", title: r.created || "" }, age(r.created)));
   }));
+  if (focused) {
+    const row = [...$("rows").rows].find((tr) => tr.dataset.key === focused);
+    row?.querySelector("a")?.focus();
+  }
   const all = state.rows.length;
   $("count").textContent = (rows.length === all ? all : rows.length + " of " + all) +
     " workload" + (all === 1 ? "" : "s") + (state.synced ? "" : " (still listing)");
@@ -268,7 +274,10 @@ function route() {
 }
 
 function start() {
-  for (const id of ["q", "f-namespace", "f-kind", "f-status"]) {
+  // The search box redraws as one types; a select when its choice changes (some browsers
+  // and drivers send only `change` for it). Not the box's `change`: it fires on leaving it.
+  $("q").addEventListener("input", () => { state.page = 0; renderList(); });
+  for (const id of ["f-namespace", "f-kind", "f-status"]) {
     for (const ev of ["input", "change"]) {
       $(id).addEventListener(ev, () => { state.page = 0; renderList(); });
     }
