@@ -177,6 +177,8 @@ fn matchers(c: &ComponentDefinition) -> Vec<(&'static str, &StatusMatcher)> {
         ("suspended", &m.suspended),
         ("suspending", &m.suspending),
         ("resuming", &m.resuming),
+        ("pending", &m.pending),
+        ("progressing", &m.progressing),
     ]
     .into_iter()
     .flat_map(|(w, list)| list.iter().map(move |x| (w, x)))

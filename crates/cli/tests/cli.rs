@@ -773,3 +773,106 @@ fn an_object_of_the_wrong_shape_exits_5_naming_definition_component_and_field() 
         "the cause is said once: {err}"
     );
 }
+
+/// A status rule whose expression fails (a type error, a spent step budget) is never silent:
+/// `!` in the table, `StatusRuleFailed` with the rule and the error in the JSON, a warning
+/// naming definition, rule and error on stderr, exit 5 after the whole answer.
+#[test]
+fn a_status_rule_that_fails_is_said_everywhere() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let def = dir.path().join("widget.yaml");
+    std::fs::write(
+        &def,
+        "apiVersion: run.ai/v1alpha1\nkind: Karta\nmetadata: {name: example-io-widget-v1}\nspec:\n  structureDefinition:\n    rootComponent:\n      name: widget\n      kind: {group: example.io, version: v1, kind: Widget}\n      specDefinition: {podTemplateSpecPath: .spec.template}\n      statusDefinition:\n        phaseDefinition: {path: .status.phase}\n        statusMappings:\n          failed:\n          - byExpression: {expression: '.status.failures + 1 > 0', expectedResult: \"true\"}\n          running:\n          - byPhase: Running\n",
+    )
+    .expect("write");
+    let obj = dir.path().join("w.yaml");
+    std::fs::write(
+        &obj,
+        "apiVersion: example.io/v1\nkind: Widget\nmetadata: {name: w1, namespace: ml, uid: u1}\nspec:\n  template: {spec: {containers: [{name: c}]}}\nstatus: {phase: Running, failures: \"none\"}\n",
+    )
+    .expect("write");
+    let (d, o) = (def.to_str().expect("utf8"), obj.to_str().expect("utf8"));
+    let text = wlmap(&["--definitions", d, "describe", "-f", o]);
+    assert_eq!(text.status.code(), Some(5));
+    let out = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        out.contains("Status: Running!"),
+        "the status is still shown, marked: {out}"
+    );
+    let err = String::from_utf8_lossy(&text.stderr);
+    assert!(
+        err.contains(
+            "definition example-io-widget-v1: status rule statusMappings.failed[0].byExpression:"
+        ) && err.contains("cannot"),
+        "{err}"
+    );
+    let json_out = wlmap(&["--definitions", d, "describe", "-f", o, "-o", "json"]);
+    assert_eq!(json_out.status.code(), Some(5));
+    let v: serde_json::Value = serde_json::from_slice(&json_out.stdout).expect("JSON");
+    assert_eq!(v["status"]["reason"], "StatusRuleFailed", "{v}");
+    assert!(
+        v["status"]["message"]
+            .as_str()
+            .is_some_and(|m| m.starts_with("statusMappings.failed[0].byExpression: ")),
+        "{v}"
+    );
+    assert_eq!(v["status"]["failures"][0]["status"], "Failed");
+    let get = wlmap(&["--definitions", d, "--snapshot", o, "get", "widgets", "-A"]);
+    assert_eq!(get.status.code(), Some(5));
+    let table = String::from_utf8_lossy(&get.stdout);
+    assert!(table.contains("Running!"), "{table}");
+    let err = String::from_utf8_lossy(&get.stderr);
+    assert!(
+        err.contains("failed on 1 workload(s) (first ml/Widget/w1)"),
+        "{err}"
+    );
+}
+
+/// Definitions from the release of the format whose catalog used `pending` and `progressing`
+/// (dsx-ai-factory/karta at 9eca29c) load: both keys read as `initializing`, with a warning.
+#[test]
+fn older_status_keys_pending_and_progressing_read_as_initializing() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let def = dir.path().join("nim.yaml");
+    std::fs::write(
+        &def,
+        "apiVersion: run.ai/v1alpha1\nkind: Karta\nmetadata: {name: example-io-svc-v1}\nspec:\n  structureDefinition:\n    rootComponent:\n      name: svc\n      kind: {group: example.io, version: v1, kind: Svc}\n      specDefinition: {podTemplateSpecPath: .spec.template}\n      statusDefinition:\n        phaseDefinition: {path: .status.state}\n        statusMappings:\n          pending:\n          - byPhase: Pending\n          progressing:\n          - byPhase: Deploying\n          running:\n          - byPhase: Ready\n",
+    )
+    .expect("write");
+    let d = def.to_str().expect("utf8");
+    let v = wlmap(&["validate", d]);
+    assert!(v.status.success(), "{}", String::from_utf8_lossy(&v.stdout));
+    let out = String::from_utf8_lossy(&v.stdout);
+    assert!(
+        out.contains(
+            "`pending` is a status key of an older release of the format: read as `initializing`"
+        ),
+        "{out}"
+    );
+    assert!(out.contains("`progressing` is a status key"), "{out}");
+    for (state, want) in [
+        ("Pending", "Initializing"),
+        ("Deploying", "Initializing"),
+        ("Ready", "Running"),
+    ] {
+        let obj = dir.path().join("svc.yaml");
+        std::fs::write(
+            &obj,
+            format!("apiVersion: example.io/v1\nkind: Svc\nmetadata: {{name: s, namespace: ml, uid: u1}}\nspec:\n  template: {{spec: {{containers: [{{name: c}}]}}}}\nstatus: {{state: {state}}}\n"),
+        )
+        .expect("write");
+        let o = wlmap(&[
+            "--definitions",
+            d,
+            "describe",
+            "-f",
+            obj.to_str().expect("utf8"),
+            "-o",
+            "json",
+        ]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON");
+        assert_eq!(v["status"]["phase"], want, "{state}: {v}");
+    }
+}

@@ -404,7 +404,13 @@ impl Definition {
                 (Suspended, compile_list(&m.suspended)),
                 (Degraded, compile_list(&m.degraded)),
                 (Running, compile_list(&m.running)),
-                (Initializing, compile_list(&m.initializing)),
+                // The older release's `pending` and `progressing` are starts too.
+                (Initializing, {
+                    let mut l = compile_list(&m.initializing);
+                    l.extend(compile_list(&m.pending));
+                    l.extend(compile_list(&m.progressing));
+                    l
+                }),
             ];
             StatusRules {
                 phase: c.expr(n, "path", sd.phase_definition.as_ref().map(|p| &p.path)),

@@ -77,5 +77,5 @@ pub use resolve::{
 pub use resources::{
     GpuPolicy, Resources, container_request, parse_quantity, pod_request, resource_requirements,
 };
-pub use status::{MatcherTrace, Phase, Status, status, status_explained};
+pub use status::{MatcherTrace, Phase, RULE_FAILED, RuleFailure, Status, status, status_explained};
 pub use update::{PodUpdate, Target, UpdateReport, suspend, update};

@@ -115,6 +115,40 @@ pub struct MatcherTrace {
     pub parts: Vec<String>,
 }
 
+/// A status rule that could not be evaluated (its expression failed: a type error, a budget
+/// spent). The rule counts as not matched, and the status says so: its reason becomes
+/// `StatusRuleFailed`, its message names the rule and the error.
+///
+/// ```
+/// let f = wlmap_engine::RuleFailure { status: wlmap_engine::Phase::Failed, index: 1, error: "boom".into() };
+/// assert_eq!(f.to_string(), "statusMappings.failed[1].byExpression: boom");
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RuleFailure {
+    /// The status the rule maps to.
+    pub status: Phase,
+    /// Index of the rule in that status's list.
+    pub index: usize,
+    /// The error.
+    pub error: String,
+}
+
+impl std::fmt::Display for RuleFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "statusMappings.{}[{}].byExpression: {}",
+            self.status.to_string().to_ascii_lowercase(),
+            self.index,
+            self.error
+        )
+    }
+}
+
+/// The reason a status carries when one of its rules failed.
+pub const RULE_FAILED: &str = "StatusRuleFailed";
+
 /// The status of a workload.
 ///
 /// ```
@@ -140,6 +174,9 @@ pub struct Status {
     /// How every matcher evaluated: filled by `resolve` and [`status_explained`],
     /// empty from [`status`] (which formats nothing, for callers that poll many workloads).
     pub trace: Vec<MatcherTrace>,
+    /// The rules that could not be evaluated (always filled). When any did, the status is
+    /// not to be trusted: `reason` is [`RULE_FAILED`] and `message` names the first.
+    pub failures: Vec<RuleFailure>,
 }
 
 impl Status {
@@ -156,6 +193,7 @@ impl Status {
             message: None,
             raw_phase: None,
             trace: vec![],
+            failures: vec![],
         }
     }
 }
@@ -206,10 +244,12 @@ pub(crate) fn evaluate(
     }
     let mut phases = Vec::new();
     let mut trace = Vec::new();
+    let mut failures = Vec::new();
     let mut decided: Option<(Option<String>, Option<String>)> = None;
     for (phase, matchers) in &rules.mappings {
         for (index, m) in matchers.iter().enumerate() {
             let mut parts = explain.then(Vec::new);
+            let mut failed = None;
             let (matched, cond) = eval_matcher(
                 def,
                 rules,
@@ -219,7 +259,15 @@ pub(crate) fn evaluate(
                 raw_phase.as_deref(),
                 &conditions,
                 &mut parts,
+                &mut failed,
             );
+            if let Some(error) = failed {
+                failures.push(RuleFailure {
+                    status: *phase,
+                    index,
+                    error,
+                });
+            }
             if matched && !phases.contains(phase) {
                 phases.push(*phase);
                 if decided.is_none() {
@@ -241,17 +289,18 @@ pub(crate) fn evaluate(
             }
         }
     }
-    if phases.is_empty() {
-        return Ok(Status {
-            phase: Phase::Undefined,
-            phases: vec![Phase::Undefined],
-            reason: None,
-            message: None,
-            raw_phase,
-            trace,
-        });
+    let (mut reason, mut message) = decided.unwrap_or((None, None));
+    if let Some(first) = failures.first() {
+        reason = Some(RULE_FAILED.into());
+        let more = match failures.len() {
+            1 => String::new(),
+            n => format!(" (and {} more)", n - 1),
+        };
+        message = Some(format!("{first}{more}"));
     }
-    let (reason, message) = decided.unwrap_or((None, None));
+    if phases.is_empty() {
+        phases.push(Phase::Undefined);
+    }
     Ok(Status {
         phase: phases[0],
         phases,
@@ -259,6 +308,7 @@ pub(crate) fn evaluate(
         message,
         raw_phase,
         trace,
+        failures,
     })
 }
 
@@ -274,7 +324,8 @@ fn add_condition<'a>(list: &mut Vec<Cow<'a, serde_json::Value>>, v: Cow<'a, serd
 }
 
 /// Whether a matcher matches, and the condition that decided it; with `parts`, what each
-/// part of the matcher saw (for the trace).
+/// part of the matcher saw (for the trace); `failed` gets the error of an expression that
+/// could not be evaluated (the matcher then does not match).
 #[allow(clippy::too_many_arguments)] // the evaluation's context, passed down as is
 fn eval_matcher<'c>(
     def: &Definition,
@@ -285,6 +336,7 @@ fn eval_matcher<'c>(
     raw_phase: Option<&str>,
     conditions: &'c [Cow<'c, serde_json::Value>],
     parts: &mut Option<Vec<String>>,
+    failed: &mut Option<String>,
 ) -> (bool, Option<&'c serde_json::Value>) {
     let mut ok = true;
     let mut decisive = None;
@@ -365,6 +417,7 @@ fn eval_matcher<'c>(
                         bx.expression
                     ));
                 }
+                *failed = Some(err.to_string());
                 ok = false;
             }
         }

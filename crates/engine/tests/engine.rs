@@ -382,6 +382,69 @@ spec:
 }
 
 #[test]
+fn a_status_rule_that_spends_its_budget_is_reported_not_read_as_unmatched() {
+    let d = def(r#"
+apiVersion: run.ai/v1alpha1
+kind: Karta
+metadata: {name: spin}
+spec:
+  structureDefinition:
+    rootComponent:
+      name: spin
+      kind: {group: example.io, version: v1, kind: Spin}
+      statusDefinition:
+        phaseDefinition: {path: .status.phase}
+        statusMappings:
+          failed:
+          - byExpression: {expression: 'last(repeat(.)) | length > 0', expectedResult: "true"}
+          running:
+          - byPhase: Running
+"#);
+    let o = Object::new(json!({"apiVersion": "example.io/v1", "kind": "Spin",
+        "metadata": {"name": "s"}, "status": {"phase": "Running"}}));
+    let s = status(&d, &o).expect("the status is still given");
+    assert_eq!(s.phase, Phase::Running, "the other rules still decide");
+    assert_eq!(s.failures.len(), 1);
+    assert_eq!(
+        (s.failures[0].status, s.failures[0].index),
+        (Phase::Failed, 0)
+    );
+    assert!(
+        s.failures[0].error.contains("budget"),
+        "{}",
+        s.failures[0].error
+    );
+    assert_eq!(s.reason.as_deref(), Some(RULE_FAILED));
+    assert!(
+        s.message
+            .as_deref()
+            .is_some_and(|m| m.starts_with("statusMappings.failed[0].byExpression: ")),
+        "{:?}",
+        s.message
+    );
+    // Without the failing rule, nothing is said.
+    let fine = Object::new(json!({"apiVersion": "example.io/v1", "kind": "Spin",
+        "metadata": {"name": "s"}, "status": {"phase": "Pending"}}));
+    let d2 = def(r#"
+apiVersion: run.ai/v1alpha1
+kind: Karta
+metadata: {name: calm}
+spec:
+  structureDefinition:
+    rootComponent:
+      name: calm
+      kind: {group: example.io, version: v1, kind: Spin}
+      statusDefinition:
+        phaseDefinition: {path: .status.phase}
+        statusMappings:
+          running:
+          - byPhase: Running
+"#);
+    let s = status(&d2, &fine).expect("status");
+    assert!(s.failures.is_empty() && s.reason.is_none(), "{s:?}");
+}
+
+#[test]
 fn a_hostile_expression_ends_with_an_error_naming_definition_component_and_field() {
     let d = def(&MULTI.replace(
         "replicasPath: '.spec.roles[].count'",

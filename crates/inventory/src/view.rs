@@ -29,6 +29,9 @@ pub struct StatusView {
     /// Message of the deciding condition.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+    /// Status rules that could not be evaluated (then `reason` is `StatusRuleFailed`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub failures: Vec<wlmap_engine::RuleFailure>,
 }
 
 /// `pods` block.
@@ -180,6 +183,7 @@ pub fn status(w: &Workload) -> StatusView {
         phases: w.status.phases.clone(),
         reason: w.status.reason.clone(),
         message: w.status.message.clone(),
+        failures: w.status.failures.clone(),
     }
 }
 
@@ -309,6 +313,7 @@ pub fn item(e: &Entry) -> GetItem {
                 phases: vec![],
                 reason: None,
                 message: None,
+                failures: vec![],
             },
             resources: GpuOnly { gpus: 0.0 },
             pods: PodsView {

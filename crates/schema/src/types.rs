@@ -687,6 +687,13 @@ pub struct StatusMappings {
     /// Being resumed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub resuming: Vec<StatusMatcher>,
+    /// From a release of the format before the vocabulary settled (the catalog of
+    /// dsx-ai-factory/karta at 9eca29c): read as `initializing` (validation says so).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pending: Vec<StatusMatcher>,
+    /// From the same release: a rollout under way, read as `initializing` too.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub progressing: Vec<StatusMatcher>,
 }
 
 /// One matcher: the parts present are ANDed.

@@ -381,7 +381,20 @@ fn validate_component(c: &ComponentDefinition, out: &mut Vec<Finding>) {
     }
     if let Some(st) = &c.status_definition {
         let m = &st.status_mappings;
+        for (key, list) in [("pending", &m.pending), ("progressing", &m.progressing)] {
+            if !list.is_empty() {
+                out.push(Finding::warning(
+                    cn,
+                    key,
+                    None,
+                    format!("`{key}` is a status key of an older release of the format: read as `initializing`"),
+                    "rename it `initializing` (or `running`, if that is what it means for this kind)",
+                ));
+            }
+        }
         let all = [
+            &m.pending,
+            &m.progressing,
             &m.initializing,
             &m.running,
             &m.completed,

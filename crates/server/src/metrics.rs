@@ -9,6 +9,7 @@
 //! | `wlmap_workload_created` | | creation time, Unix seconds |
 //! | `wlmap_workload_status_phase` | + `phase` | 1 for the primary status, else 0 |
 //! | `wlmap_workload_evaluation_error` | | 1 when the definition could not evaluate it |
+//! | `wlmap_workload_status_rule_failures` | | status rules that could not be evaluated (the status may be wrong) |
 //! | `wlmap_workload_gpus_requested` | | GPUs the spec asks for |
 //! | `wlmap_workload_gpus_held` | | GPUs of its Running pods |
 //! | `wlmap_workload_pods_desired` / `_observed` / `_ready` | | pods |
@@ -162,6 +163,20 @@ const FAMILIES: &[Family] = &[
         samples: |f, out| {
             let v = if f.entry.result.is_err() { 1.0 } else { 0.0 };
             sample(out, "wlmap_workload_evaluation_error", &f.labels, None, v);
+        },
+    },
+    Family {
+        name: "wlmap_workload_status_rule_failures",
+        help: "Status rules of the workload's definition that could not be evaluated on it (its status may be wrong).",
+        samples: |f, out| {
+            let n = f.workload().map_or(0, |w| w.status.failures.len());
+            sample(
+                out,
+                "wlmap_workload_status_rule_failures",
+                &f.labels,
+                None,
+                n as f64,
+            );
         },
     },
     Family {

@@ -124,16 +124,34 @@ pub fn run(ctx: &Context, a: &DescribeArgs) -> Result {
     }
     match ctx.output() {
         Output::Json | Output::Yaml => {
-            print_data(ctx.output(), &view::describe(def, &w, a.explain))
+            print_data(ctx.output(), &view::describe(def, &w, a.explain))?
         }
-        Output::Wide => Err(usage(
-            "describe has no wide output; use -o table, json or yaml",
-        )),
-        Output::Table => {
-            crate::write_stdout(&text(def, &w, obj, a.explain, loaded.file_mode));
-            Ok(())
+        Output::Wide => {
+            return Err(usage(
+                "describe has no wide output; use -o table, json or yaml",
+            ));
         }
+        Output::Table => crate::write_stdout(&text(def, &w, obj, a.explain, loaded.file_mode)),
     }
+    rule_failures(&def.name(), &w.status.failures)
+}
+
+/// A status rule that failed: each said on stderr, and exit 5 (the status shown may be
+/// wrong), after the whole answer was printed.
+fn rule_failures(definition: &str, failures: &[wlmap_engine::RuleFailure]) -> Result {
+    for f in failures {
+        eprintln!("wlmap: warning: definition {definition}: status rule {f}");
+    }
+    if failures.is_empty() {
+        return Ok(());
+    }
+    Err(crate::exit::Failure::new(
+        crate::exit::Code::Invalid,
+        anyhow::anyhow!(
+            "{} status rule(s) could not be evaluated: the status may be wrong",
+            failures.len()
+        ),
+    ))
 }
 
 /// The tree as text.
@@ -175,8 +193,13 @@ pub fn text(
         _ => String::new(),
     };
     let all: Vec<String> = w.status.phases.iter().map(|p| p.to_string()).collect();
+    let doubt = if w.status.failures.is_empty() {
+        ""
+    } else {
+        "!"
+    };
     s.push_str(&format!(
-        "Status: {}{}   matched: {}\n",
+        "Status: {}{doubt}{}   matched: {}\n",
         render::phase(w.status.phase, colour),
         reason,
         all.join(",")

@@ -128,7 +128,49 @@ pub fn run(ctx: &Context, a: &GetArgs) -> Result {
             anyhow::anyhow!("{failed} workload(s) could not be evaluated"),
         ));
     }
+    let doubtful = warn_rule_failures(&items);
+    if doubtful > 0 {
+        return Err(crate::exit::Failure::new(
+            crate::exit::Code::Invalid,
+            anyhow::anyhow!("{doubtful} workload(s) with a status rule that failed (marked `!`)"),
+        ));
+    }
     Ok(())
+}
+
+/// Say on stderr, once per definition and rule, which status rules failed, on how many
+/// workloads and with what error; return how many workloads had one.
+pub fn warn_rule_failures(items: &[view::GetItem]) -> usize {
+    let mut by_rule: std::collections::BTreeMap<(String, String), (usize, String, String)> =
+        Default::default();
+    for it in items {
+        for f in &it.status.failures {
+            let rule = format!(
+                "statusMappings.{}[{}]",
+                f.status.to_string().to_ascii_lowercase(),
+                f.index
+            );
+            let e = by_rule
+                .entry((it.definition.name.clone(), rule))
+                .or_insert_with(|| {
+                    (
+                        0,
+                        format!("{}/{}/{}", it.namespace, it.kind, it.name),
+                        f.error.clone(),
+                    )
+                });
+            e.0 += 1;
+        }
+    }
+    for ((def, rule), (n, first, error)) in &by_rule {
+        eprintln!(
+            "wlmap: warning: definition {def}: status rule {rule}.byExpression failed on {n} workload(s) (first {first}): {error}"
+        );
+    }
+    items
+        .iter()
+        .filter(|it| !it.status.failures.is_empty())
+        .count()
 }
 
 /// One row of the listing; an evaluation error is said on stderr and kept in the row.
@@ -180,6 +222,9 @@ pub fn row(it: &view::GetItem, all_namespaces: bool, wide: bool, colour: bool) -
     }
     let status = if it.error.is_some() {
         "Error".to_string()
+    } else if !it.status.failures.is_empty() {
+        // A rule could not be evaluated: the status may be wrong (stderr says which rule).
+        format!("{}!", render::phase(it.status.phase, colour))
     } else {
         render::phase(it.status.phase, colour)
     };

@@ -27,7 +27,8 @@ function el(tag, attrs, ...children) {
   return e;
 }
 
-const statusOf = (r) => (r.error ? "Error" : r.status.phase);
+// `!` after a status: one of its rules could not be evaluated (the message says which).
+const statusOf = (r) => (r.error ? "Error" : r.status.phase + (r.status.failures?.length ? "!" : ""));
 const num = (v) => (Number.isInteger(v) ? String(v) : v.toFixed(2));
 const created = (r) => (r.created ? Date.parse(r.created) : NaN);
 
@@ -116,7 +117,7 @@ function renderList() {
       el("td", {}, r.namespace),
       el("td", {}, el("a", { href: workloadHref(r) }, r.name)),
       el("td", {}, r.kind),
-      el("td", { class: "status s-" + st, title: r.error || r.status.reason || "" }, st),
+      el("td", { class: "status s-" + st.replace("!", ""), title: r.error || r.status.message || r.status.reason || "" }, st),
       el("td", { class: "num" }, (r.pods.ready ?? "-") + "/" + r.pods.desired),
       el("td", { class: "num" }, num(r.resources.gpus)),
       el("td", { class: "num" }, num(r.gpusHeld)),
@@ -187,7 +188,7 @@ function renderDetail(d) {
   document.title = r.kind + "/" + r.name + " — wlmap";
   const facts = [
     ["Namespace", r.namespace || "-"], ["Kind", r.apiVersion + " " + r.kind],
-    ["Status", el("span", { class: "status s-" + st }, st)],
+    ["Status", el("span", { class: "status s-" + st.replace("!", "") }, st)],
     ["Reason", r.error || [r.status.reason, r.status.message].filter(Boolean).join(": ") || "-"],
     ["Pods", (r.pods.ready ?? "-") + " ready of " + r.pods.desired + " desired" + (r.pods.observed != null ? " (" + r.pods.observed + " exist)" : "")],
     ["GPUs", num(r.resources.gpus) + " requested, " + num(r.gpusHeld) + " in use"],
