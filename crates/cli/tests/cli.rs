@@ -748,7 +748,11 @@ fn an_object_of_the_wrong_shape_exits_5_naming_definition_component_and_field() 
     let get = wlmap(&["--snapshot", snap, "get", "-A", "--all-types"]);
     assert_eq!(get.status.code(), Some(5), "{}", stderr(&get));
     let err = stderr(&get);
-    assert!(err.contains("JobSet/bad in default"), "{err}");
+    // The JobSet's status still reads; its replicated jobs cannot: a partial answer.
+    assert!(
+        err.contains("default/JobSet/bad: component replicatedjob"),
+        "{err}"
+    );
     assert!(
         err.contains("component replicatedjob, field instanceIdPath"),
         "{err}"
@@ -875,4 +879,112 @@ fn older_status_keys_pending_and_progressing_read_as_initializing() {
         let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON");
         assert_eq!(v["status"]["phase"], want, "{state}: {v}");
     }
+}
+
+/// A rule of wlmap's own that the format does not have (pod-bearing siblings without a
+/// selector: the Go implementation accepts them) is a warning, and it points at the component
+/// it is about, not at the next component's selector.
+#[test]
+fn wlmap_only_rules_warn_and_point_at_their_own_component() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let def = dir.path().join("milvus.yaml");
+    let text = "apiVersion: run.ai/v1alpha1\nkind: Karta\nmetadata: {name: example-io-db-v1}\nspec:\n  structureDefinition:\n    rootComponent:\n      name: db\n      kind: {group: example.io, version: v1, kind: Db}\n      statusDefinition: {phaseDefinition: {path: .status.phase}, statusMappings: {running: [{byPhase: Healthy}]}}\n    childComponents:\n    - name: proxy\n      kind: {group: \"\", version: v1, kind: Pod}\n      ownerRef: db\n      specDefinition: {podTemplateSpecPath: .spec.proxy.template}\n      podSelector:\n        componentTypeSelector: {keyPath: '.metadata.labels.component', value: proxy}\n    - name: etcd\n      kind: {group: \"\", version: v1, kind: Pod}\n      ownerRef: db\n      specDefinition: {podTemplateSpecPath: .spec.etcd.template}\n    - name: data\n      kind: {group: \"\", version: v1, kind: Pod}\n      ownerRef: db\n      specDefinition: {podTemplateSpecPath: .spec.data.template}\n      podSelector:\n        componentTypeSelector: {keyPath: '.metadata.labels.component', value: data}\n";
+    std::fs::write(&def, text).expect("write");
+    let o = wlmap(&["validate", def.to_str().expect("utf8")]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "a warning, not an error: {out}");
+    let etcd_line = text
+        .lines()
+        .position(|l| l.contains("name: etcd"))
+        .expect("etcd")
+        + 1;
+    let warning = out
+        .lines()
+        .find(|l| l.contains("\"etcd\" has pod-bearing siblings"))
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(
+        warning.contains(&format!("milvus.yaml:{etcd_line}:")) && warning.contains(": warning: "),
+        "points at etcd's line {etcd_line}: {warning}"
+    );
+}
+
+/// One component whose path cannot be evaluated on an object (the Go JobSet definition's
+/// `replicas * parallelism` with parallelism unset) does not hide the rest: the status and the
+/// other components are shown, the failing one marked with its error, exit 5 (partial).
+#[test]
+fn a_component_that_cannot_be_read_gives_a_partial_answer() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let def = dir.path().join("pair.yaml");
+    std::fs::write(
+        &def,
+        "apiVersion: run.ai/v1alpha1\nkind: Karta\nmetadata: {name: example-io-pair-v1}\nspec:\n  structureDefinition:\n    rootComponent:\n      name: pair\n      kind: {group: example.io, version: v1, kind: Pair}\n      statusDefinition: {phaseDefinition: {path: .status.phase}, statusMappings: {running: [{byPhase: Running}]}}\n    childComponents:\n    - name: leader\n      kind: {group: \"\", version: v1, kind: Pod}\n      ownerRef: pair\n      specDefinition: {podTemplateSpecPath: .spec.leader.template}\n      scaleDefinition: {replicasPath: \"1\"}\n      podSelector: {componentTypeSelector: {keyPath: '.metadata.labels.role', value: leader}}\n    - name: worker\n      kind: {group: \"\", version: v1, kind: Pod}\n      ownerRef: pair\n      specDefinition: {podTemplateSpecPath: .spec.worker.template}\n      scaleDefinition: {replicasPath: '.spec.worker.replicas * .spec.worker.parallelism'}\n      podSelector: {componentTypeSelector: {keyPath: '.metadata.labels.role', value: worker}}\n",
+    )
+    .expect("write");
+    let obj = dir.path().join("p.yaml");
+    std::fs::write(
+        &obj,
+        "apiVersion: example.io/v1\nkind: Pair\nmetadata: {name: p1, namespace: ml, uid: u1}\nspec:\n  leader: {template: {spec: {containers: [{name: c, resources: {limits: {nvidia.com/gpu: 2}}}]}}}\n  worker: {replicas: 2, template: {spec: {containers: [{name: c}]}}}\nstatus: {phase: Running}\n",
+    )
+    .expect("write");
+    let (d, o) = (def.to_str().expect("utf8"), obj.to_str().expect("utf8"));
+    let text = wlmap(&["--definitions", d, "describe", "-f", o]);
+    assert_eq!(
+        text.status.code(),
+        Some(5),
+        "{}",
+        String::from_utf8_lossy(&text.stderr)
+    );
+    let out = String::from_utf8_lossy(&text.stdout);
+    assert!(out.contains("Status: Running"), "{out}");
+    assert!(
+        out.contains("leader") && out.contains("gpu: 2"),
+        "the readable component: {out}"
+    );
+    assert!(
+        out.lines()
+            .any(|l| l.contains("worker") && l.contains("UNREADABLE:")),
+        "{out}"
+    );
+    let err = String::from_utf8_lossy(&text.stderr);
+    assert!(
+        err.contains("component worker could not be read") && err.contains("partial answer"),
+        "{err}"
+    );
+    let json_out = wlmap(&["--definitions", d, "describe", "-f", o, "-o", "json"]);
+    assert_eq!(json_out.status.code(), Some(5));
+    let v: serde_json::Value = serde_json::from_slice(&json_out.stdout).expect("JSON");
+    let kids = v["components"][0]["components"]
+        .as_array()
+        .expect("children");
+    let worker = kids.iter().find(|k| k["name"] == "worker").expect("worker");
+    assert!(
+        worker["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("replicasPath")),
+        "{worker}"
+    );
+    let leader = kids.iter().find(|k| k["name"] == "leader").expect("leader");
+    assert!(
+        leader.get("error").is_none() && leader["resources"]["gpus"] == 2.0,
+        "{leader}"
+    );
+    let get = wlmap(&[
+        "--definitions",
+        d,
+        "--snapshot",
+        o,
+        "get",
+        "pairs",
+        "-A",
+        "-o",
+        "json",
+    ]);
+    assert_eq!(get.status.code(), Some(5));
+    let v: serde_json::Value = serde_json::from_slice(&get.stdout).expect("JSON");
+    assert!(
+        v["items"][0]["unreadable"][0]
+            .as_str()
+            .is_some_and(|u| u.starts_with("worker: ")),
+        "{v}"
+    );
 }

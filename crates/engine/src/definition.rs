@@ -238,23 +238,11 @@ impl Definition {
     /// ```
     pub fn check(karta: &Karta, source: Option<&Source>) -> Vec<(Finding, Option<Location>)> {
         let (_, findings) = Self::compile_with_findings(karta.clone(), Origin::File);
+        let names: Vec<String> = karta.components().map(|c| c.name.clone()).collect();
         findings
             .into_iter()
             .map(|f| {
-                let loc = source.and_then(|s| {
-                    let comp = f.field.component.as_ref().map(|c| format!("name: {c}"));
-                    let needles: Vec<&str> = [
-                        comp.as_deref(),
-                        Some(f.field.field.as_str()),
-                        f.field.value.as_deref(),
-                    ]
-                    .into_iter()
-                    .flatten()
-                    .collect();
-                    s.find(&needles)
-                        .or_else(|| s.find(&needles[..needles.len().saturating_sub(1)]))
-                        .or_else(|| s.find(&[f.field.field.as_str()]))
-                });
+                let loc = source.and_then(|s| locate(s, &f, &names));
                 (f, loc)
             })
             .collect()
@@ -631,4 +619,44 @@ impl Definition {
             source,
         }
     }
+}
+
+/// Where a finding points in the file: its field (and value) inside its component's block; the
+/// component's `name:` line when the field is not in that block (a missing field must not
+/// point at the next component's); the field anywhere for a finding of no component.
+fn locate(s: &Source, f: &Finding, components: &[String]) -> Option<Location> {
+    let field = f.field.field.as_str();
+    let Some(comp) = &f.field.component else {
+        return s
+            .find(&[field, f.field.value.as_deref().unwrap_or("")])
+            .or_else(|| s.find(&[field]));
+    };
+    let start_needle = format!("name: {comp}");
+    let start = s.text.find(&start_needle)?;
+    // The block ends where the next component's `name:` begins.
+    let end = components
+        .iter()
+        .filter(|n| *n != comp)
+        .filter_map(|n| {
+            let needle = format!("name: {n}");
+            s.text[start + 1..].find(&needle).map(|i| i + start + 1)
+        })
+        .min()
+        .unwrap_or(s.text.len());
+    let block = Source {
+        file: s.file,
+        text: &s.text[..end],
+    };
+    let needles: Vec<&str> = [
+        Some(start_needle.as_str()),
+        Some(field),
+        f.field.value.as_deref(),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    block
+        .find(&needles)
+        .or_else(|| block.find(&needles[..2]))
+        .or_else(|| s.find(&[&start_needle]))
 }

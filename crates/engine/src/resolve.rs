@@ -177,6 +177,10 @@ pub struct Node {
     /// Index of the component in the definition (root = 0).
     #[serde(skip)]
     pub component_index: usize,
+    /// Why this component could not be read from the object (one of its paths failed):
+    /// the node stands for it, empty, and the rest of the tree is still shown.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 impl Node {
@@ -269,6 +273,21 @@ pub struct Workload {
 }
 
 impl Workload {
+    /// The components that could not be read from the object, each with its error: a partial
+    /// answer (the status and the other components are still given).
+    ///
+    /// ```
+    /// # let def = wlmap_engine::Definition::compile(wlmap_schema::Karta::example(), wlmap_engine::Origin::Catalog).unwrap();
+    /// # let pod = wlmap_engine::Object::new(serde_json::json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {"containers": []}}));
+    /// assert!(wlmap_engine::resolve(&def, &pod).unwrap().unreadable().is_empty());
+    /// ```
+    pub fn unreadable(&self) -> Vec<(&Node, &str)> {
+        self.root
+            .walk()
+            .filter_map(|n| n.error.as_deref().map(|e| (n, e)))
+            .collect()
+    }
+
     /// Desired GPUs (from the spec) under a policy.
     ///
     /// ```
@@ -619,7 +638,11 @@ fn build(def: &Definition, ci: usize, root: &Object, vars: &[Val]) -> Result<Vec
         child_vars[0] = id.clone().map(Val::from).unwrap_or(Val::Null);
         let mut children = Vec::new();
         for &k in &c.children {
-            children.extend(build(def, k, root, &child_vars)?);
+            // One component that cannot be read does not hide the others.
+            match build(def, k, root, &child_vars) {
+                Ok(built) => children.extend(built),
+                Err(e) => children.push(unreadable(def, k, e)),
+            }
         }
         let template = templates[i].take().map(Arc::new);
         let pod_req = if has_spec {
@@ -662,6 +685,7 @@ fn build(def: &Definition, ci: usize, root: &Object, vars: &[Val]) -> Result<Vec
                 children,
                 pods: Vec::new(),
                 component_index: ci,
+                error: None,
             }
         };
         if expand {
@@ -673,6 +697,31 @@ fn build(def: &Definition, ci: usize, root: &Object, vars: &[Val]) -> Result<Vec
         }
     }
     Ok(nodes)
+}
+
+/// The node of a component whose paths could not be evaluated: no replicas, no pods, the
+/// error kept (its sub-components cannot be read either: their paths depend on its instances).
+fn unreadable(def: &Definition, ci: usize, e: Error) -> Node {
+    let c = &def.components[ci];
+    Node {
+        component: c.def.name.clone(),
+        kind: c.def.kind.clone(),
+        instance: None,
+        replica: None,
+        path: String::new(),
+        replicas: 0,
+        min_replicas: None,
+        max_replicas: None,
+        desired_pods: 0,
+        has_pod_spec: c.spec.is_some(),
+        template: None,
+        pod_request: None,
+        resources: Resources::default(),
+        children: Vec::new(),
+        pods: Vec::new(),
+        component_index: ci,
+        error: Some(e.to_string()),
+    }
 }
 
 /// The normalised PodTemplateSpec of every instance (None where the component has no spec or

@@ -87,6 +87,9 @@ pub struct GetItem {
     /// An evaluation error, when the workload could not be resolved.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// Components that could not be read (`component: error`): the row is a partial answer.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unreadable: Vec<String>,
 }
 
 /// `{gpus}`.
@@ -145,6 +148,9 @@ pub struct NodeView {
     pub pods: Vec<PodView>,
     /// Children.
     pub components: Vec<NodeView>,
+    /// Why the component could not be read from the object (a partial answer).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// `describe` output.
@@ -231,6 +237,7 @@ fn node(n: &Node, observed: bool, gpu: &GpuPolicy) -> NodeView {
             })
             .collect(),
         components: n.children.iter().map(|c| node(c, observed, gpu)).collect(),
+        error: n.error.clone(),
     }
 }
 
@@ -302,6 +309,11 @@ pub fn item(e: &Entry) -> GetItem {
             components: d.component_names().into_iter().map(String::from).collect(),
             created: o.creation_timestamp().map(String::from),
             error: None,
+            unreadable: w
+                .unreadable()
+                .into_iter()
+                .map(|(n, e)| format!("{}: {e}", n.component))
+                .collect(),
         },
         Err(err) => GetItem {
             api_version: o.api_version().into(),
@@ -325,6 +337,7 @@ pub fn item(e: &Entry) -> GetItem {
             components: vec![],
             created: o.creation_timestamp().map(String::from),
             error: Some(err.to_string()),
+            unreadable: vec![],
         },
     }
 }

@@ -469,8 +469,10 @@ fn validate_siblings(k: &Karta, out: &mut Vec<Finding>) {
                             .count()
                             == 1
                 });
+                // wlmap's rule, not the format's (the Go implementation accepts it): a warning.
+                // Its pods are then shown unattributed rather than guessed.
                 if !kind_unique {
-                    out.push(Finding::error(Some(&a.name), "podSelector", None, format!("{:?} has pod-bearing siblings but no componentTypeSelector, so its pods cannot be told apart", a.name), "add podSelector.componentTypeSelector (keyPath/value or matchLabels)"));
+                    out.push(Finding::warning(Some(&a.name), "podSelector", None, format!("{:?} has pod-bearing siblings but no componentTypeSelector, so its pods cannot be told apart (they are shown unattributed)", a.name), "add podSelector.componentTypeSelector (keyPath/value or matchLabels)"));
                 }
             }
             for b in &sibs[i + 1..] {
@@ -479,7 +481,7 @@ fn validate_siblings(k: &Karta, out: &mut Vec<Finding>) {
                     .as_ref()
                     .and_then(|p| p.component_type_selector.as_ref());
                 if sel_a.is_some() && sel_a == sel_b {
-                    out.push(Finding::error(
+                    out.push(Finding::warning(
                         Some(&b.name),
                         "componentTypeSelector",
                         None,

@@ -133,7 +133,25 @@ pub fn run(ctx: &Context, a: &DescribeArgs) -> Result {
         }
         Output::Table => crate::write_stdout(&text(def, &w, obj, a.explain, loaded.file_mode)),
     }
-    rule_failures(&def.name(), &w.status.failures)
+    let failures = rule_failures(&def.name(), &w.status.failures);
+    let unreadable = w.unreadable();
+    for (n, e) in &unreadable {
+        eprintln!(
+            "wlmap: warning: component {} could not be read: {e}",
+            n.component
+        );
+    }
+    if !unreadable.is_empty() {
+        // A partial answer: everything else was shown; the exit code says it is partial.
+        return Err(crate::exit::Failure::new(
+            crate::exit::Code::Invalid,
+            anyhow::anyhow!(
+                "{} component(s) could not be read (marked UNREADABLE): a partial answer",
+                unreadable.len()
+            ),
+        ));
+    }
+    failures
 }
 
 /// A status rule that failed: each said on stderr, and exit 5 (the status shown may be
@@ -283,6 +301,9 @@ pub fn text(
 }
 
 fn node_summary(n: &Node, observed: bool, gpu: &GpuPolicy) -> String {
+    if let Some(e) = &n.error {
+        return format!("UNREADABLE: {e}");
+    }
     let mut parts = Vec::new();
     if observed {
         parts.push(format!("{}/{} ready", n.ready_pods(), n.desired_pods));

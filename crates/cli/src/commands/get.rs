@@ -129,6 +129,27 @@ pub fn run(ctx: &Context, a: &GetArgs) -> Result {
         ));
     }
     let doubtful = warn_rule_failures(&items);
+    let partial: Vec<&view::GetItem> = items
+        .iter()
+        .filter(|it| !it.unreadable.is_empty())
+        .collect();
+    for it in &partial {
+        for u in &it.unreadable {
+            eprintln!(
+                "wlmap: warning: {}/{}/{}: component {u}",
+                it.namespace, it.kind, it.name
+            );
+        }
+    }
+    if !partial.is_empty() {
+        return Err(crate::exit::Failure::new(
+            crate::exit::Code::Invalid,
+            anyhow::anyhow!(
+                "{} workload(s) with a component that could not be read",
+                partial.len()
+            ),
+        ));
+    }
     if doubtful > 0 {
         return Err(crate::exit::Failure::new(
             crate::exit::Code::Invalid,

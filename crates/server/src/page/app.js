@@ -154,7 +154,8 @@ function treeNode(n) {
     (p.ready ? " ready" : "") + " · GPUs: " + num(p.gpus) + " · node: " + (p.node || "-")));
   const children = n.components.map(treeNode);
   const sub = pods.length || children.length ? el("ul", {}, pods, children) : null;
-  return el("li", { class: "node" }, el("span", { class: "node-name" }, label), el("span", { class: "meta" }, meta), sub);
+  const shown = n.error ? el("span", { class: "meta error" }, "unreadable: " + n.error) : el("span", { class: "meta" }, meta);
+  return el("li", { class: "node" }, el("span", { class: "node-name" }, label), shown, sub);
 }
 
 function rulesTable(d) {
