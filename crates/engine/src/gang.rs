@@ -142,6 +142,17 @@ pub fn gangs(def: &Definition, w: &Workload, pods: Option<&[Object]>) -> Result<
     else {
         return Ok(vec![]);
     };
+    // Groups from a partial tree would undercount their members: a gang too small binds
+    // part of a workload, which is what gangs exist to prevent.
+    if let Some((n, e)) = w.unreadable().first() {
+        return Err(Error::Shape {
+            definition: def.name(),
+            component: n.component.clone(),
+            message: format!(
+                "no gang groups from a partial tree: the component could not be read: {e}"
+            ),
+        });
+    }
     let mut out = Vec::new();
     if let Some(pg) = &g.pod_group {
         let gname = gang_name(&[&w.name, &pg.name]);

@@ -1011,3 +1011,45 @@ fn an_update_never_changes_a_values_kind_and_a_failed_one_writes_nothing() {
     assert_eq!(o["spec"]["roles"][0]["pod"]["schedulerName"], "kai");
     assert_eq!(o["spec"]["roles"][0]["meta"]["labels"]["team"], "ml");
 }
+
+#[test]
+fn no_gang_groups_come_from_a_partial_tree() {
+    let d = def(r#"
+apiVersion: run.ai/v1alpha1
+kind: Karta
+metadata: {name: pair}
+spec:
+  structureDefinition:
+    rootComponent:
+      name: pair
+      kind: {group: example.io, version: v1, kind: Pair}
+      statusDefinition: {phaseDefinition: {path: .status.phase}, statusMappings: {running: [{byPhase: Running}]}}
+    childComponents:
+    - name: worker
+      kind: {group: "", version: v1, kind: Pod}
+      ownerRef: pair
+      specDefinition: {podTemplateSpecPath: .spec.template}
+      scaleDefinition: {replicasPath: '.spec.replicas * .spec.parallelism'}
+  optimizationInstructions:
+    gangScheduling:
+      podGroup: {name: gang}
+"#);
+    let o = Object::new(
+        json!({"apiVersion": "example.io/v1", "kind": "Pair", "metadata": {"name": "p"},
+        "spec": {"replicas": 2, "template": {"spec": {"containers": [{"name": "c"}]}}}}),
+    );
+    let w = resolve(&d, &o).expect("a partial answer");
+    assert_eq!(w.unreadable().len(), 1);
+    let e = gangs(&d, &w, None).unwrap_err().to_string();
+    assert!(
+        e.contains("no gang groups from a partial tree") && e.contains("worker"),
+        "{e}"
+    );
+    // With the field set, the same definition groups the pods.
+    let fine = Object::new(
+        json!({"apiVersion": "example.io/v1", "kind": "Pair", "metadata": {"name": "p"},
+        "spec": {"replicas": 2, "parallelism": 1, "template": {"spec": {"containers": [{"name": "c"}]}}}}),
+    );
+    let w = resolve(&d, &fine).expect("resolves");
+    assert_eq!(gangs(&d, &w, None).expect("groups")[0].min_member, 2);
+}
