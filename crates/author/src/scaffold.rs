@@ -223,7 +223,7 @@ struct Counts {
     notes: Vec<String>,
 }
 
-fn counts(spec: &Value, t: &Template, all: &[Template]) -> Counts {
+fn counts(spec: &Value, t: &Template, all: &[Template], scale: Option<&ScaleField>) -> Counts {
     let iter_at = t.steps.iter().position(|s| *s == Step::Iter);
     let (base, rel_from) = match iter_at {
         Some(i) => (text(&t.steps[..=i]), i + 1),
@@ -237,7 +237,11 @@ fn counts(spec: &Value, t: &Template, all: &[Template]) -> Counts {
         if depth >= template_depth {
             break;
         }
-        let Some((field, default)) = count_field(node) else {
+        // The scale subresource names the count authoritatively, whatever it is called.
+        let scaled = scale
+            .filter(|s| s.parent == t.steps[..depth])
+            .map(|s| (s.field.clone(), 1));
+        let Some((field, default)) = scaled.or_else(|| count_field(node)) else {
             continue;
         };
         let path = text(&t.steps[..depth]);
@@ -301,6 +305,41 @@ fn counts(spec: &Value, t: &Template, all: &[Template]) -> Counts {
         min: min_max.0.map(with_base),
         max: min_max.1.map(with_base),
         notes,
+    }
+}
+
+/// The field the CRD's scale subresource names (`specReplicasPath`), with the path of the
+/// object that holds it, map keys read as `[]` (the schema cannot name them).
+pub(crate) struct ScaleField {
+    parent: Vec<Step>,
+    field: String,
+}
+
+impl ScaleField {
+    fn of(v: &CrdVersion, spec: &Value) -> Option<ScaleField> {
+        let path = v.scale.as_ref()?.get("specReplicasPath")?.as_str()?;
+        let steps = crate::paths::plain_prefix(path);
+        let (last, parent) = steps.split_last()?;
+        let Step::Key(field) = last else { return None };
+        // Walk the parent through the schema: a step into a map (no properties, a schema for
+        // its values) is an iteration.
+        let mut shaped = vec![Step::Key("spec".into())];
+        let mut at = spec;
+        for st in parent.iter().skip(1) {
+            let is_map = at.get("properties").is_none()
+                && at.get("additionalProperties").is_some_and(Value::is_object);
+            let (step, next) = match st {
+                Step::Key(_) if is_map => (Step::Iter, at.get("additionalProperties")),
+                Step::Key(k) => (st.clone(), at.get("properties").and_then(|p| p.get(k))),
+                Step::Iter => (Step::Iter, at.get("items")),
+            };
+            shaped.push(step);
+            at = next?;
+        }
+        (parent.first() == Some(&Step::Key("spec".into()))).then(|| ScaleField {
+            parent: shaped,
+            field: field.clone(),
+        })
     }
 }
 
@@ -533,6 +572,7 @@ fn children(w: &mut Yaml, crd: &Crd, v: &CrdVersion, templates: &[Template], see
         return;
     }
     let root_name = crd.kind.to_ascii_lowercase();
+    let scale = ScaleField::of(v, &spec);
     let mut names: Vec<String> = Vec::new();
     w.line(2, "childComponents:");
     for t in templates {
@@ -543,7 +583,17 @@ fn children(w: &mut Yaml, crd: &Crd, v: &CrdVersion, templates: &[Template], see
         names.push(name.clone());
         let found = seen.and_then(|s| s.components.get(&text(&t.steps)));
         let siblings = templates.len() > 1;
-        child(w, &spec, t, templates, &name, &root_name, found, siblings);
+        child(
+            w,
+            &spec,
+            scale.as_ref(),
+            t,
+            templates,
+            &name,
+            &root_name,
+            found,
+            siblings,
+        );
     }
 }
 
@@ -551,6 +601,7 @@ fn children(w: &mut Yaml, crd: &Crd, v: &CrdVersion, templates: &[Template], see
 fn child(
     w: &mut Yaml,
     spec: &Value,
+    scale: Option<&ScaleField>,
     t: &Template,
     all: &[Template],
     name: &str,
@@ -591,7 +642,7 @@ fn child(
         "podTemplateSpecPath"
     };
     w.kv(4, field, &text(&t.steps));
-    let c = counts(spec, t, all);
+    let c = counts(spec, t, all, scale);
     w.line(3, "scaleDefinition:");
     if c.replicas == "1" {
         w.todo(

@@ -357,3 +357,22 @@ fn a_condition_type_the_schema_does_not_allow_is_reported() {
         "{found:#?}"
     );
 }
+
+#[test]
+fn the_scale_subresource_names_a_count_field_of_any_name() {
+    let crd = serde_json::json!({"kind": "CustomResourceDefinition", "spec": {"group": "example.io",
+        "names": {"kind": "Sim", "plural": "sims"}, "versions": [{"name": "v1", "served": true, "storage": true,
+        "subresources": {"scale": {"specReplicasPath": ".spec.numNodes", "statusReplicasPath": ".status.nodes"}},
+        "schema": {"openAPIV3Schema": {"type": "object", "properties": {"spec": {"type": "object", "properties": {
+            "numNodes": {"type": "integer"},
+            "template": {"type": "object", "properties": {"spec": {"type": "object", "properties": {
+                "containers": {"type": "array", "items": {"type": "object"}}}}}}}}}}}}]}});
+    let crd = Crd::from_value(&crd).expect("CRD");
+    let draft = scaffold(&crd, None).expect("draft");
+    assert!(
+        draft.yaml.contains("replicasPath: .spec.numNodes // 1"),
+        "{}",
+        draft.yaml
+    );
+    assert!(!draft.yaml.contains("one pod assumed"), "{}", draft.yaml);
+}

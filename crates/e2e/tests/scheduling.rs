@@ -480,6 +480,15 @@ fn scaffold_and_check_against_the_live_cluster() {
     assert_eq!(ours["pods"], catalog["pods"], "{ours} {catalog}");
     assert_eq!(ours["resources"], catalog["resources"], "{ours} {catalog}");
 
+    // A Milvus CRD that serves only an older version than the catalog's definition reads.
+    let milvus = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "milvuses.milvus.io"},
+        "spec": {"group": "milvus.io", "scope": "Namespaced",
+            "names": {"kind": "Milvus", "plural": "milvuses", "singular": "milvus"},
+            "versions": [{"name": "v1alpha1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}});
+    tb.kubectl(&["apply", "-f", "-"], Some(&milvus.to_string()));
+    tb.wait_established(&["crd/milvuses.milvus.io"]);
     let o = tb.wlmap(&["check"]);
     assert_eq!(
         o.status.code(),
@@ -489,10 +498,14 @@ fn scaffold_and_check_against_the_live_cluster() {
     );
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(
-        out.lines().any(
-            |l| l.starts_with("milvus-io-milvus-v1beta1: rootComponent.kind: ")
-                && l.ends_with("is not served by the cluster")
-        ),
+        out.lines().any(|l| l
+            == "milvus-io-milvus-v1beta1: rootComponent.kind: version v1beta1 is not in the CRD (its versions: v1alpha1)"),
+        "{out}"
+    );
+    assert!(
+        out.lines().any(|l| l
+            .starts_with("apps-nvidia-com-nimcache-v1alpha1: rootComponent.kind: ")
+            && l.ends_with("is not served by the cluster (no CRD for it)")),
         "{out}"
     );
     assert!(

@@ -13,6 +13,7 @@ pub fn run(ctx: &Context, a: &CheckArgs) -> Result {
     let crds = crds_from_files(&a.crd)?;
     let mut findings = Vec::new();
     let mut checked = Vec::new();
+    let mut all_crds = None;
     for def in ctx.reg().iter() {
         let found = match (&ctx.cluster, crds.is_empty()) {
             (_, false) => {
@@ -21,7 +22,7 @@ pub fn run(ctx: &Context, a: &CheckArgs) -> Result {
                 };
                 wlmap_author::check(def.karta(), crd)
             }
-            (Some(conn), true) => against_cluster(conn, def)?,
+            (Some(conn), true) => against_cluster(conn, def, &mut all_crds)?,
             (None, true) => {
                 return Err(crate::exit::usage(
                     "check reads the cluster's CRDs and objects: give a kubeconfig, or --crd FILE",
@@ -59,7 +60,11 @@ fn crds_from_files(files: &[std::path::PathBuf]) -> Result<Vec<Crd>> {
 
 /// The findings for one definition against the cluster: its kind served, its CRD's schema
 /// (kinds without a CRD, the built-in ones, have no schema check), its live objects.
-fn against_cluster(conn: &crate::cluster::Connection, def: &Definition) -> Result<Vec<Finding>> {
+fn against_cluster(
+    conn: &crate::cluster::Connection,
+    def: &Definition,
+    all_crds: &mut Option<Vec<Crd>>,
+) -> Result<Vec<Finding>> {
     let gvk = def.root_gvk();
     let finding = |field: &str, problem: String| Finding {
         definition: def.name(),
@@ -71,9 +76,16 @@ fn against_cluster(conn: &crate::cluster::Connection, def: &Definition) -> Resul
         .resource(&gvk)
         .map_err(crate::cluster::failure)?
     else {
+        // Not served: a CRD of the kind may still say which versions are.
+        if let Some(crd) = crds(conn, all_crds)?
+            .iter()
+            .find(|c| c.group == gvk.group && c.kind == gvk.kind)
+        {
+            return Ok(wlmap_author::check(def.karta(), crd));
+        }
         return Ok(vec![finding(
             "rootComponent.kind",
-            format!("{gvk} is not served by the cluster"),
+            format!("{gvk} is not served by the cluster (no CRD for it)"),
         )]);
     };
     let mut out = Vec::new();
@@ -91,6 +103,33 @@ fn against_cluster(conn: &crate::cluster::Connection, def: &Definition) -> Resul
         .map_err(crate::cluster::failure)?;
     out.extend(live(def, objects, finding));
     Ok(out)
+}
+
+/// Every CRD the cluster has, listed once.
+fn crds<'a>(
+    conn: &crate::cluster::Connection,
+    cache: &'a mut Option<Vec<Crd>>,
+) -> Result<&'a Vec<Crd>> {
+    if cache.is_none() {
+        let gvk = wlmap_schema::GroupVersionKind::new(
+            "apiextensions.k8s.io",
+            "v1",
+            "CustomResourceDefinition",
+        );
+        let listed = match conn
+            .cluster
+            .resource(&gvk)
+            .map_err(crate::cluster::failure)?
+        {
+            Some(k) => conn
+                .cluster
+                .list(&k, None)
+                .map_err(crate::cluster::failure)?,
+            None => Vec::new(),
+        };
+        *cache = Some(Crd::all_in(&listed));
+    }
+    Ok(cache.get_or_insert_with(Vec::new))
 }
 
 /// Live objects that do not evaluate, or read `Undefined` (a status no rule matches).
