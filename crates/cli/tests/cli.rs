@@ -394,7 +394,16 @@ fn set_changes_only_the_pod_templates_and_is_idempotent() {
     ]);
     assert_eq!(json(&again), after);
     assert!(stderr(&again).contains("0 value(s) changed"));
-    let _ = before;
+    // What the update touched is scheduling only: the workload reads the same after it
+    // (tree, pods, GPUs, status).
+    let described = json(&wlmap(&[
+        "describe",
+        "-f",
+        f2.to_str().expect("utf8"),
+        "-o",
+        "json",
+    ]));
+    assert_eq!(described, before);
 }
 
 #[test]
