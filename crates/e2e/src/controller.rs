@@ -3,7 +3,6 @@
 
 use crate::Testbed;
 use serde_json::{Value, json};
-use std::io::{Read, Write};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 
@@ -23,21 +22,9 @@ pub fn free_port() -> u16 {
         .expect("a free port")
 }
 
-/// `GET path` on a local plain-HTTP port: status code and body.
+/// `GET path` on a local plain-HTTP port: status code and body (None while nothing answers).
 pub fn http_get(port: u16, path: &str) -> Option<(u16, String)> {
-    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
-    s.set_read_timeout(Some(std::time::Duration::from_secs(5)))
-        .ok()?;
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
-    )
-    .ok()?;
-    let mut out = String::new();
-    s.read_to_string(&mut out).ok()?;
-    let code = out.split_whitespace().nth(1)?.parse().ok()?;
-    let body = out.split_once("\r\n\r\n").map(|(_, b)| b.to_string())?;
-    Some((code, body))
+    crate::served::try_request(port, "GET", path, &[]).map(|r| (r.status, r.body))
 }
 
 /// One controller replica, killed when dropped (its webhook configuration deleted with it,

@@ -108,32 +108,34 @@ impl Reply {
 
 /// One HTTP/1.1 request on a fresh connection (`Connection: close`, body read to the end).
 pub fn request(port: u16, method: &str, path: &str, headers: &[(&str, &str)]) -> Reply {
-    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
-    s.set_read_timeout(Some(Duration::from_secs(30)))
-        .expect("timeout");
+    try_request(port, method, path, headers)
+        .unwrap_or_else(|| panic!("{method} {path} on 127.0.0.1:{port}: no HTTP answer"))
+}
+
+/// [`request`], None when the port cannot be reached or answers no HTTP (a server still
+/// starting).
+pub fn try_request(port: u16, method: &str, path: &str, headers: &[(&str, &str)]) -> Option<Reply> {
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(30))).ok()?;
     let mut req = format!("{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n");
     for (k, v) in headers {
         req.push_str(&format!("{k}: {v}\r\n"));
     }
     req.push_str("\r\n");
-    s.write_all(req.as_bytes()).expect("write");
+    s.write_all(req.as_bytes()).ok()?;
     let mut raw = Vec::new();
-    s.read_to_end(&mut raw).expect("read");
+    s.read_to_end(&mut raw).ok()?;
     let text = String::from_utf8_lossy(&raw);
-    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let (head, body) = text.split_once("\r\n\r\n")?;
     let mut lines = head.lines();
-    let status = lines
-        .next()
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|c| c.parse().ok())
-        .expect("status line");
+    let status = lines.next()?.split_whitespace().nth(1)?.parse().ok()?;
     let headers = lines
         .filter_map(|l| l.split_once(':'))
         .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
         .collect();
-    Reply {
+    Some(Reply {
         status,
         headers,
         body: body.to_string(),
-    }
+    })
 }

@@ -110,17 +110,7 @@ fn the_table_lists_the_demo_filters_by_kind_and_opens_a_workload() {
 #[test]
 #[ignore = "needs Debian's chromium and chromium-driver (scripts/test.sh's browser tier)"]
 fn a_change_in_the_source_appears_without_a_reload() {
-    let dir = tempfile::tempdir().expect("tmp");
-    let snap = dir.path().join("cluster.yaml");
-    std::fs::write(&snap, job("ml", "first", 2)).expect("write");
-    let s = Served::start(
-        &wlmap_bin(),
-        &["--snapshot", snap.to_str().expect("utf8")],
-        &[],
-    );
-    let b = Browser::start(1280, 900);
-    b.goto(&s.url());
-    rendered(&b, None);
+    let (_dir, snap, _s, b) = serve_snapshot(&job("ml", "first", 2));
     assert_eq!(rows(&b).len(), 1);
     b.eval("window.stillTheSamePage = true");
     let both = format!("{}---\n{}", job("ml", "first", 2), job("ml", "second", 8));
@@ -146,8 +136,6 @@ fn a_change_in_the_source_appears_without_a_reload() {
 #[test]
 #[ignore = "needs Debian's chromium and chromium-driver (scripts/test.sh's browser tier)"]
 fn names_that_look_like_html_render_as_text() {
-    let dir = tempfile::tempdir().expect("tmp");
-    let snap = dir.path().join("cluster.yaml");
     let hostile = "<script>alert(1)</script>";
     let img = "<img src=x onerror=alert(2)>";
     let text = format!(
@@ -155,15 +143,7 @@ fn names_that_look_like_html_render_as_text() {
         job("x", &format!("'{hostile}'"), 1),
         job(&format!("'{img}'"), "ok", 1)
     );
-    std::fs::write(&snap, text).expect("write");
-    let s = Served::start(
-        &wlmap_bin(),
-        &["--snapshot", snap.to_str().expect("utf8")],
-        &[],
-    );
-    let b = Browser::start(1280, 900);
-    b.goto(&s.url());
-    rendered(&b, None);
+    let (_dir, _snap, _s, b) = serve_snapshot(&text);
     let cells: Vec<String> = rows(&b)
         .iter()
         .flat_map(|r| r["cells"].as_array().cloned().unwrap_or_default())
@@ -211,6 +191,23 @@ fn the_page_fits_a_phone() {
         overflow.as_i64().is_some_and(|o| o <= 0),
         "the workload page scrolls sideways by {overflow}"
     );
+}
+
+/// `wlmap serve` over a snapshot file holding `text`, and a browser on its page once the
+/// rows are drawn (the directory keeps the file for the test to change).
+fn serve_snapshot(text: &str) -> (tempfile::TempDir, std::path::PathBuf, Served, Browser) {
+    let dir = tempfile::tempdir().expect("tmp");
+    let snap = dir.path().join("cluster.yaml");
+    std::fs::write(&snap, text).expect("write");
+    let s = Served::start(
+        &wlmap_bin(),
+        &["--snapshot", snap.to_str().expect("utf8")],
+        &[],
+    );
+    let b = Browser::start(1280, 900);
+    b.goto(&s.url());
+    rendered(&b, None);
+    (dir, snap, s, b)
 }
 
 /// A Job of `gpus` GPUs (names quoted by the caller when they need it in YAML).

@@ -87,6 +87,14 @@ impl<'a> Facts<'a> {
     fn workload(&self) -> Option<&'a Workload> {
         self.entry.result.as_ref().ok()
     }
+
+    /// One sample of a count read from the resolved workload (none when it did not resolve,
+    /// or the count is unknown).
+    fn gauge(&self, out: &mut String, name: &str, value: impl Fn(&Workload) -> Option<u64>) {
+        if let Some(v) = self.workload().and_then(value) {
+            sample(out, name, &self.labels, None, v as f64);
+        }
+    }
 }
 
 /// Every pod of a workload with the node of the tree that claims it (None when none does).
@@ -209,30 +217,27 @@ const FAMILIES: &[Family] = &[
         name: "wlmap_workload_pods_desired",
         help: "Pods the workload's spec asks for.",
         samples: |f, out| {
-            if let Some(w) = f.workload() {
-                let v = w.root.desired_pods as f64;
-                sample(out, "wlmap_workload_pods_desired", &f.labels, None, v);
-            }
+            f.gauge(out, "wlmap_workload_pods_desired", |w| {
+                Some(w.root.desired_pods)
+            })
         },
     },
     Family {
         name: "wlmap_workload_pods_observed",
         help: "Pods of the workload that exist.",
         samples: |f, out| {
-            if let Some(w) = f.workload().filter(|w| w.pods_observed) {
-                let v = w.observed_pods() as f64;
-                sample(out, "wlmap_workload_pods_observed", &f.labels, None, v);
-            }
+            f.gauge(out, "wlmap_workload_pods_observed", |w| {
+                w.pods_observed.then(|| w.observed_pods())
+            })
         },
     },
     Family {
         name: "wlmap_workload_pods_ready",
         help: "Pods of the workload that are ready.",
         samples: |f, out| {
-            if let Some(w) = f.workload().filter(|w| w.pods_observed) {
-                let v = w.ready_pods() as f64;
-                sample(out, "wlmap_workload_pods_ready", &f.labels, None, v);
-            }
+            f.gauge(out, "wlmap_workload_pods_ready", |w| {
+                w.pods_observed.then(|| w.ready_pods())
+            })
         },
     },
     Family {
