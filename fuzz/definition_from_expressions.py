@@ -5,7 +5,7 @@ evaluates it.
 
 Why: the `definition` target runs a definition's expressions (resolve, status, update) on one
 fixed object, so its mutations reach the evaluator only through definitions; the `expression`
-target, at its plateau since round 10, has already found the inputs that reach every part of the
+target, fuzzed to its plateau, has already found the inputs that reach every part of the
 evaluator. Each expression is written twice in each of two places:
   - as it is (run on the target's object, and used as a path by the update);
   - after its JSON input as a literal, `(<input>) | (<expression>)` (the value it was fuzzed on).

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Minimize every target's corpus and keep the result in fuzz/corpus.tar.xz, so that the next
-# round continues from it (fuzz/README.md). Each corpus is merged (`-merge=1`: the smallest set
+# run continues from it (fuzz/README.md). Each corpus is merged (`-merge=1`: the smallest set
 # of inputs with the same coverage) into a fresh directory, which then replaces it.
 #
 #   fuzz/keep_corpora.sh [TARGET...]     (default: all four)

@@ -4,7 +4,7 @@
 # own CPU time after the corpus replay (CPU time, so that a busy machine cannot fake a quiet
 # spell), or at MAX_MINUTES of wall time. PLATEAU_SCOPE=all waits instead for no new edge
 # anywhere ("cov": the YAML parser, number formatting and hash tables of the dependencies too,
-# which kept growing for hours in rounds 7-8 while wlmap's code had long stopped). The fuzzer
+# which can keep growing for hours after wlmap's own code has stopped). The fuzzer
 # explores the same way in both: the scope only decides when the run is done. For the wlmap
 # scope the run is made under `setarch -R` with -print_pcs=1, and new_edges.py --own says which
 # new edges are wlmap's. This is the "run until it stops finding new coverage" procedure behind the

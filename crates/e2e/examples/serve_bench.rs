@@ -1,8 +1,9 @@
 //! Dev tool: the figures of BENCHMARKS.md's "The platform view": `wlmap serve` over a
-//! synthetic snapshot of N demo copies (15 workloads each): `/metrics` and `/api/workloads`
-//! time and size, and the page's first render and a search in headless Chromium.
+//! synthetic snapshot of N workloads (the demo's fixtures in turn): `/metrics` and
+//! `/api/workloads` time and size, and the page's first render and a search in headless
+//! Chromium.
 //!
-//! `cargo build --release -p wlmap-cli && cargo run --release -p wlmap-cli --example synth -- 667 /tmp/synth.json`
+//! `cargo build --release -p wlmap-cli && cargo run --release -p wlmap-cli --example synth -- 10000 /tmp/synth.json`
 //! `WLMAP_BIN=target/release/wlmap cargo run --release -p wlmap-e2e --example serve_bench -- /tmp/synth.json`
 
 use std::time::Instant;

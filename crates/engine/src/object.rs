@@ -2,8 +2,8 @@
 
 use serde_json::Value;
 use std::sync::Arc;
-use wlmap_expr::Field;
 use wlmap_expr::Val;
+use wlmap_json::Field;
 use wlmap_schema::GroupVersionKind;
 
 /// One Kubernetes object (workload, intermediate owner or pod).

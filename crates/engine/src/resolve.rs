@@ -10,8 +10,8 @@ use crate::status::{Status, evaluate};
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 use std::sync::Arc;
-use wlmap_expr::Field;
 use wlmap_expr::{Val, from_val, to_jq_string};
+use wlmap_json::Field;
 use wlmap_schema::GroupVersionKind;
 
 /// Replica copies of a sub-structure are expanded into nodes up to this many; beyond it the

@@ -3,7 +3,7 @@
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::BTreeMap;
-use wlmap_expr::Field;
+use wlmap_json::Field;
 
 /// Which extended resources count as GPUs.
 ///

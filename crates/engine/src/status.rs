@@ -4,8 +4,8 @@ use crate::definition::{Definition, Matcher, StatusRules};
 use crate::error::Result;
 use serde::Serialize;
 use std::borrow::Cow;
-use wlmap_expr::Field;
 use wlmap_expr::{Val, to_jq_string};
+use wlmap_json::Field;
 
 /// The common status vocabulary.
 ///

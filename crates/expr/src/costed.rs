@@ -9,7 +9,8 @@
 //! of two or more elements is refused, and a regular expression spends, before it runs, steps
 //! for the work it may do and the matches it may make.
 
-use crate::sandbox::{Budget, budget_value_error};
+use crate::Exhausted;
+use crate::budget::{Budget, budget_value_error};
 use bstr::ByteSlice;
 use jaq_json::Val;
 
@@ -114,7 +115,7 @@ pub(crate) fn indices(x: &Val, y: &Val, budget: &Budget) -> Result<Val, jaq_core
 /// jaq's `contains`: a substring for strings, every element of `r` contained in some element
 /// of `l` for arrays, every key's value contained for objects, equality otherwise. One step
 /// per pair of array elements compared: two arrays of 300,000 elements are 9 * 10^10 pairs.
-pub(crate) fn contains(l: &Val, r: &Val, budget: &Budget) -> Result<bool, &'static str> {
+pub(crate) fn contains(l: &Val, r: &Val, budget: &Budget) -> Result<bool, Exhausted> {
     Ok(match (l, r) {
         (Val::BStr(l), Val::BStr(r)) | (Val::TStr(l), Val::TStr(r)) => occurs(l, r),
         (Val::Arr(l), Val::Arr(r)) => {

@@ -287,7 +287,7 @@ impl Expr {
         }
         self.program.get()?; // the batch did not compile: let jaq's path say so
         let node = self.native.as_ref()?;
-        let out = crate::run_native_parts(
+        let out = crate::run::run_native_parts(
             node,
             crate::native::V::J(json),
             vars,

@@ -17,8 +17,8 @@
 //! count as kept, built arrays and objects are measured as trees. Differential tests and a
 //! fuzz target compare it with jaq.
 
-use crate::Field;
-use crate::sandbox::{Budget, budget_value_error, checked_add, checked_mul};
+use crate::budget::{Budget, budget_value_error};
+use crate::sandbox::{checked_add, checked_mul};
 use jaq_core::ValT as _;
 use jaq_core::load::lex::StrPart;
 use jaq_core::load::parse::{BinaryOp, Pattern, Term};
@@ -27,6 +27,7 @@ use jaq_core::path::{Opt, Part};
 use jaq_json::Val;
 use std::cell::Cell;
 use std::ops::ControlFlow;
+use wlmap_json::Field;
 
 /// A term of the subset.
 #[derive(Debug, Clone)]
@@ -703,7 +704,7 @@ impl<'r> Run<'r> {
     }
 
     /// [`Budget::keep`], measuring a part of the input on its JSON (before any conversion).
-    pub(crate) fn keep(&self, v: &V) -> Result<(), &'static str> {
+    pub(crate) fn keep(&self, v: &V) -> Result<(), crate::Exhausted> {
         match v {
             V::J(j) => self.budget.keep_json(j),
             V::O(o) => self.budget.keep(o),

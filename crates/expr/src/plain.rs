@@ -4,8 +4,8 @@
 //! context, a budget and boxed iterators. Anything else returns `None` from [`parse`] and runs
 //! in jaq. The answers are the same as jaq's, errors included (a property test checks).
 
-use crate::Field;
 use jaq_json::Val;
+use wlmap_json::Field;
 
 /// One step of a plain path; `bool` = followed by `?` (errors of this step yield nothing).
 #[derive(Debug, Clone, PartialEq)]
