@@ -41,6 +41,8 @@ pub struct Crd {
     pub kind: String,
     /// Plural resource name.
     pub plural: String,
+    /// `spec.names.shortNames` (`lws`), for the draft's `shortNames`.
+    pub short_names: Vec<String>,
     /// Every version, in the CRD's order.
     pub versions: Vec<CrdVersion>,
 }
@@ -80,6 +82,16 @@ impl Crd {
             group: text("/spec/group").ok_or_else(|| missing("spec.group"))?,
             kind: text("/spec/names/kind").ok_or_else(|| missing("spec.names.kind"))?,
             plural: text("/spec/names/plural").unwrap_or_default(),
+            short_names: v
+                .pointer("/spec/names/shortNames")
+                .and_then(Value::as_array)
+                .map(|a| {
+                    a.iter()
+                        .filter_map(Value::as_str)
+                        .map(String::from)
+                        .collect()
+                })
+                .unwrap_or_default(),
             versions,
         })
     }

@@ -426,6 +426,12 @@ fn header(w: &mut Yaml, crd: &Crd, v: &CrdVersion, name: &str, observed: bool) {
     w.line(0, "metadata:");
     w.kv(1, "name", name);
     w.line(0, "spec:");
+    if !crd.short_names.is_empty() {
+        w.line(1, "shortNames:");
+        for n in &crd.short_names {
+            w.line(1, &format!("- {}", scalar(n)));
+        }
+    }
     w.line(1, "structureDefinition:");
     w.line(2, "rootComponent:");
 }

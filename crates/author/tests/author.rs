@@ -214,6 +214,14 @@ fn drafts_find_the_catalogs_pod_templates_and_replica_fields_and_validate() {
             draft.todos > 0,
             "{file}: a draft from a schema alone has guesses to review"
         );
+        // The CRD's short names carry over, so `wlmap get lws` works with the draft.
+        assert_eq!(
+            karta.spec.short_names, crd.short_names,
+            "{file}: the draft's shortNames"
+        );
+        if file.starts_with("leaderworkerset") {
+            assert_eq!(karta.spec.short_names, ["lws"]);
+        }
     }
 }
 

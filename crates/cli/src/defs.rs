@@ -47,22 +47,6 @@ pub fn registry(
     Ok(reg)
 }
 
-const SHORT_NAMES: &[(&str, &str)] = &[
-    ("po", "Pod"),
-    ("deploy", "Deployment"),
-    ("rs", "ReplicaSet"),
-    ("sts", "StatefulSet"),
-    ("ds", "DaemonSet"),
-    ("cj", "CronJob"),
-    ("lws", "LeaderWorkerSet"),
-    ("isvc", "InferenceService"),
-    ("ksvc", "Service"),
-    ("pcs", "PodCliqueSet"),
-    ("dgd", "DynamoGraphDeployment"),
-    ("mi", "Milvus"),
-    ("vcjob", "Job"),
-];
-
 fn plural(kind: &str) -> String {
     let k = kind.to_lowercase();
     if k.ends_with('s') || k.ends_with("x") {
@@ -82,25 +66,30 @@ pub fn resolve_type(reg: &Registry, ty: &str) -> Result<Vec<Arc<Definition>>> {
         Some((n, g)) => (n.to_string(), Some(g.to_string())),
         None => (t.clone(), None),
     };
-    let short: Vec<&str> = SHORT_NAMES
+    let named = |d: &Definition| {
+        let g = d.root_gvk();
+        g.kind.to_lowercase() == name || plural(&g.kind) == name
+    };
+    let short = |d: &Definition| d.karta().spec.short_names.iter().any(|s| *s == name);
+    let in_group = |d: &Definition| match &group {
+        Some(gr) => {
+            let g = d.root_gvk();
+            g.group == *gr || format!("{}.{}", g.version, g.group) == *gr
+        }
+        None => true,
+    };
+    // A short name is a definition's own (its `shortNames`): it names that kind alone.
+    let by_short: Vec<Arc<Definition>> = reg
         .iter()
-        .filter(|(s, _)| *s == name)
-        .map(|(_, k)| *k)
+        .filter(|d| short(d) && in_group(d))
+        .cloned()
         .collect();
+    if !by_short.is_empty() {
+        return Ok(by_short);
+    }
     let hits: Vec<Arc<Definition>> = reg
         .iter()
-        .filter(|d| {
-            let g = d.root_gvk();
-            let k = g.kind.to_lowercase();
-            let kind_ok = k == name
-                || plural(&g.kind) == name
-                || short.iter().any(|s| s.eq_ignore_ascii_case(&g.kind));
-            let group_ok = match &group {
-                Some(gr) => g.group == *gr || format!("{}.{}", g.version, g.group) == *gr,
-                None => true,
-            };
-            kind_ok && group_ok
-        })
+        .filter(|d| named(d) && in_group(d))
         .cloned()
         .collect();
     if hits.is_empty() {
@@ -116,7 +105,7 @@ pub fn resolve_type(reg: &Registry, ty: &str) -> Result<Vec<Arc<Definition>>> {
             .filter(|d| matches!(d.root_gvk().group.as_str(), "" | "apps" | "batch"))
             .cloned()
             .collect();
-        if !builtin.is_empty() && builtin.len() < hits.len() && short.is_empty() {
+        if !builtin.is_empty() && builtin.len() < hits.len() {
             return Ok(builtin);
         }
     }

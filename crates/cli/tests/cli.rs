@@ -997,3 +997,52 @@ fn a_component_that_cannot_be_read_gives_a_partial_answer() {
         "{v}"
     );
 }
+
+/// A TYPE argument may be a short name that a definition declares (`spec.shortNames`); it
+/// names that definition's kind alone: `vcjob` is Volcano's Job, never batch/v1 Job, while a
+/// bare `job` is batch/v1 Job (Kubernetes' own groups first, as kubectl resolves it).
+#[test]
+fn short_names_come_from_the_definitions() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let def = dir.path().join("trainer.yaml");
+    std::fs::write(
+        &def,
+        "apiVersion: run.ai/v1alpha1\nkind: Karta\nmetadata: {name: example-io-trainer-v1}\nspec:\n  shortNames: [trn]\n  structureDefinition:\n    rootComponent:\n      name: trainer\n      kind: {group: example.io, version: v1, kind: Trainer}\n      specDefinition: {podTemplateSpecPath: .spec.template}\n      statusDefinition:\n        phaseDefinition: {path: .status.phase}\n        statusMappings:\n          running:\n          - byPhase: Running\n",
+    )
+    .expect("write");
+    let objects = dir.path().join("objects.yaml");
+    std::fs::write(
+        &objects,
+        "apiVersion: example.io/v1\nkind: Trainer\nmetadata: {name: t1, namespace: ml, uid: u1}\nspec:\n  template: {spec: {containers: [{name: c}]}}\n---\napiVersion: batch/v1\nkind: Job\nmetadata: {name: j1, namespace: ml, uid: u2}\nspec:\n  template: {spec: {containers: [{name: c}]}}\n",
+    )
+    .expect("write");
+    let (d, o) = (def.to_str().expect("utf8"), objects.to_str().expect("utf8"));
+    let get = |ty: &str| {
+        let out = wlmap(&["--definitions", d, "--snapshot", o, "get", ty, "-A"]);
+        assert!(out.status.success(), "{ty}: {}", stderr(&out));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    assert!(get("trn").contains("t1"), "{}", get("trn"));
+    assert!(!get("trn").contains("j1"));
+    assert!(get("job").contains("j1"));
+    let vcjob = wlmap(&["--definitions", d, "--snapshot", o, "get", "vcjob", "-A"]);
+    assert!(
+        !String::from_utf8_lossy(&vcjob.stdout).contains("j1"),
+        "vcjob named batch/v1 Job j1"
+    );
+    let bad = dir.path().join("bad.yaml");
+    std::fs::write(
+        &bad,
+        std::fs::read_to_string(&def)
+            .expect("read")
+            .replace("[trn]", "[Trn-1]"),
+    )
+    .expect("write");
+    let v = wlmap(&["validate", bad.to_str().expect("utf8")]);
+    assert!(!v.status.success());
+    assert!(
+        String::from_utf8_lossy(&v.stdout).contains("short name \"Trn-1\" is not lower case"),
+        "{}",
+        String::from_utf8_lossy(&v.stdout)
+    );
+}

@@ -179,6 +179,7 @@ impl Karta {
                 },
                 optimization_instructions: None,
                 references: vec![],
+                short_names: vec![],
             },
             status: None,
         }
@@ -223,6 +224,11 @@ pub struct KartaSpec {
     /// wlmap extension: other objects the expressions may read as `$name` variables.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub references: Vec<Reference>,
+    /// wlmap extension: short names a TYPE argument may use for the root kind (`lws`,
+    /// `isvc`), as a CRD's `spec.names.shortNames` gives them to kubectl. Lower case letters
+    /// and digits.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub short_names: Vec<String>,
 }
 
 /// wlmap extension: another object an expression reads as the variable `$name`.

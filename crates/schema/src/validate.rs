@@ -261,6 +261,13 @@ pub fn validate(k: &Karta) -> Vec<Finding> {
     }
     validate_siblings(k, &mut out);
     validate_gangs(k, &names, &mut out);
+    validate_references(k, &mut out);
+    validate_short_names(k, &mut out);
+    out
+}
+
+/// Reference names are jq variable names, each declared once.
+fn validate_references(k: &Karta, out: &mut Vec<Finding>) {
     let mut refs = BTreeSet::new();
     for r in &k.spec.references {
         let ok = !r.name.is_empty()
@@ -287,7 +294,25 @@ pub fn validate(k: &Karta) -> Vec<Finding> {
             ));
         }
     }
-    out
+}
+
+/// Short names are what kubectl accepts in a CRD's `shortNames`: lower case letters and
+/// digits, starting with a letter.
+fn validate_short_names(k: &Karta, out: &mut Vec<Finding>) {
+    for n in &k.spec.short_names {
+        let ok = n.starts_with(|ch: char| ch.is_ascii_lowercase())
+            && n.chars()
+                .all(|ch| ch.is_ascii_lowercase() || ch.is_ascii_digit());
+        if !ok {
+            out.push(Finding::error(
+                None,
+                "shortNames",
+                Some(n),
+                format!("short name {n:?} is not lower case letters and digits"),
+                "use a name like `lws` or `vcjob`",
+            ));
+        }
+    }
 }
 
 fn validate_component(c: &ComponentDefinition, out: &mut Vec<Finding>) {
