@@ -41,7 +41,13 @@ fn selector_text(c: &wlmap_schema::ComponentDefinition) -> String {
             "-".into()
         }
     } else {
-        parts.join("; ").replace('|', "\\|")
+        // One table cell: an expression's line breaks become spaces.
+        parts
+            .join("; ")
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+            .replace('|', "\\|")
     }
 }
 

@@ -70,7 +70,7 @@ pub fn resolve_type(reg: &Registry, ty: &str) -> Result<Vec<Arc<Definition>>> {
         let g = d.root_gvk();
         g.kind.to_lowercase() == name || plural(&g.kind) == name
     };
-    let short = |d: &Definition| d.karta().spec.short_names.iter().any(|s| *s == name);
+    let short = |d: &Definition| d.karta().spec.short_names.contains(&name);
     let in_group = |d: &Definition| match &group {
         Some(gr) => {
             let g = d.root_gvk();

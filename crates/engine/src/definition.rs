@@ -167,6 +167,18 @@ fn finding(
     )
 }
 
+/// Each component's children, from their parents (a component that names itself as its
+/// parent is refused by validation and not linked).
+fn link_children(components: &mut [Component]) {
+    for i in 0..components.len() {
+        if let Some(p) = components[i].parent
+            && p != i
+        {
+            components[p].children.push(i);
+        }
+    }
+}
+
 impl Compiler {
     /// Add an expression to the definition's batch (compiled once, together, by `finish`).
     fn expr(
@@ -190,6 +202,210 @@ impl Compiler {
                 None
             }
         }
+    }
+
+    /// One component: its spec shape, scale, instance ids and pod selectors compiled, its
+    /// suspend and resume actions checked (they are compiled again when applied).
+    fn component(&mut self, d: &ComponentDefinition, parent: Option<usize>) -> Component {
+        let n = Some(d.name.as_str());
+        let scale = d.scale_definition.as_ref();
+        let sel = d.pod_selector.as_ref();
+        if let Some(sd) = &d.suspend_definition {
+            for a in &sd.suspend_actions {
+                self.expr(n, "suspendActions.path", Some(&a.path));
+            }
+            for a in &sd.resume_actions {
+                self.expr(n, "resumeActions.path", Some(&a.path));
+            }
+        }
+        Component {
+            def: d.clone(),
+            parent,
+            children: Vec::new(),
+            spec: self.spec_shape(d),
+            replicas: self.expr(
+                n,
+                "replicasPath",
+                scale.and_then(|s| s.replicas_path.as_ref()),
+            ),
+            min_replicas: self.expr(
+                n,
+                "minReplicasPath",
+                scale.and_then(|s| s.min_replicas_path.as_ref()),
+            ),
+            max_replicas: self.expr(
+                n,
+                "maxReplicasPath",
+                scale.and_then(|s| s.max_replicas_path.as_ref()),
+            ),
+            instance_ids: self.expr(n, "instanceIdPath", d.instance_id_path.as_ref()),
+            type_key: self.expr(
+                n,
+                "componentTypeSelector.keyPath",
+                sel.and_then(|s| s.component_type_selector.as_ref())
+                    .and_then(|t| t.key_path.as_ref()),
+            ),
+            instance_key: self.expr(
+                n,
+                "componentInstanceSelector.idPath",
+                sel.and_then(|s| s.component_instance_selector.as_ref())
+                    .map(|s| &s.id_path),
+            ),
+            replica_key: self.expr(
+                n,
+                "replicaSelector.keyPath",
+                sel.and_then(|s| s.replica_selector.as_ref())
+                    .map(|s| &s.key_path),
+            ),
+        }
+    }
+
+    /// Where the component keeps its pods' spec: a pod template, a pod spec (with its
+    /// metadata), or fragments.
+    fn spec_shape(&mut self, d: &ComponentDefinition) -> Option<SpecShape> {
+        let n = Some(d.name.as_str());
+        let s = d.spec_definition.as_ref()?;
+        if let Some(p) = &s.pod_template_spec_path {
+            return self
+                .expr(n, "podTemplateSpecPath", Some(p))
+                .map(SpecShape::Template);
+        }
+        if let Some(p) = &s.pod_spec_path {
+            let spec = self.expr(n, "podSpecPath", Some(p));
+            let metadata = self.expr(n, "metadataPath", s.metadata_path.as_ref());
+            return spec.map(|spec| SpecShape::PodSpec { spec, metadata });
+        }
+        let f = s.fragmented_pod_spec_definition.as_ref()?;
+        let mut e = |field: &str, text: Option<&String>| self.expr(n, field, text);
+        Some(SpecShape::Fragmented(Box::new(Fragments {
+            scheduler_name: e("schedulerNamePath", f.scheduler_name_path.as_ref()),
+            labels: e("labelsPath", f.labels_path.as_ref()),
+            annotations: e("annotationsPath", f.annotations_path.as_ref()),
+            resources: e("resourcesPath", f.resources_path.as_ref()),
+            resource_claims: e("resourceClaimsPath", f.resource_claims_path.as_ref()),
+            pod_affinity: e("podAffinityPath", f.pod_affinity_path.as_ref()),
+            node_affinity: e("nodeAffinityPath", f.node_affinity_path.as_ref()),
+            containers: e("containersPath", f.containers_path.as_ref()),
+            container: e("containerPath", f.container_path.as_ref()),
+            priority_class_name: e("priorityClassNamePath", f.priority_class_name_path.as_ref()),
+            image: e("imagePath", f.image_path.as_ref()),
+        })))
+    }
+
+    /// The root's status rules, in the precedence order of the vocabulary.
+    fn status_rules(&mut self, root: &ComponentDefinition) -> Option<StatusRules> {
+        let sd = root.status_definition.as_ref()?;
+        let n = Some(root.name.as_str());
+        let cd = sd.conditions_definition.as_ref();
+        let m = &sd.status_mappings;
+        use crate::Phase::*;
+        let mut initializing = self.matchers(n, &m.initializing);
+        // The older release's `pending` and `progressing` are starts too.
+        initializing.extend(self.matchers(n, &m.pending));
+        initializing.extend(self.matchers(n, &m.progressing));
+        let mappings = vec![
+            (Failed, self.matchers(n, &m.failed)),
+            (Completed, self.matchers(n, &m.completed)),
+            (Suspending, self.matchers(n, &m.suspending)),
+            (Resuming, self.matchers(n, &m.resuming)),
+            (Suspended, self.matchers(n, &m.suspended)),
+            (Degraded, self.matchers(n, &m.degraded)),
+            (Running, self.matchers(n, &m.running)),
+            (Initializing, initializing),
+        ];
+        let field =
+            |f: Option<&String>, default: &str| f.cloned().unwrap_or_else(|| default.into());
+        Some(StatusRules {
+            phase: self.expr(
+                n,
+                "phaseDefinition.path",
+                sd.phase_definition.as_ref().map(|p| &p.path),
+            ),
+            conditions: self.expr(n, "conditionsDefinition.path", cd.map(|p| &p.path)),
+            type_field: field(cd.and_then(|d| d.type_field_name.as_ref()), "type"),
+            status_field: field(cd.and_then(|d| d.status_field_name.as_ref()), "status"),
+            reason_field: field(cd.and_then(|d| d.reason_field_name.as_ref()), "reason"),
+            message_field: field(cd.and_then(|d| d.message_field_name.as_ref()), "message"),
+            mappings,
+        })
+    }
+
+    fn matchers(&mut self, n: Option<&str>, list: &[StatusMatcher]) -> Vec<Matcher> {
+        list.iter()
+            .map(|mm| Matcher {
+                def: mm.clone(),
+                expression: self.expr(
+                    n,
+                    "byExpression.expression",
+                    mm.by_expression.as_ref().map(|e| &e.expression),
+                ),
+            })
+            .collect()
+    }
+
+    /// The members of each `podGroups` entry (the deprecated gang form), with their keys and
+    /// filters compiled.
+    fn gang_members(
+        &mut self,
+        karta: &Karta,
+        index: &BTreeMap<&str, usize>,
+    ) -> Vec<(String, Vec<GangMember>)> {
+        let Some(g) = karta
+            .spec
+            .optimization_instructions
+            .as_ref()
+            .and_then(|o| o.gang_scheduling.as_ref())
+        else {
+            return Vec::new();
+        };
+        g.pod_groups
+            .iter()
+            .map(|pg| {
+                let members = pg
+                    .members
+                    .iter()
+                    .filter_map(|m| {
+                        let component = *index.get(m.component_name.as_str())?;
+                        let n = Some(m.component_name.as_str());
+                        let keys = m
+                            .group_by_key_paths
+                            .iter()
+                            .filter_map(|k| self.expr(n, "groupByKeyPaths", Some(k)))
+                            .collect();
+                        let filters = m
+                            .filters
+                            .iter()
+                            .filter_map(|k| self.expr(n, "filters", Some(k)))
+                            .collect();
+                        Some(GangMember {
+                            component,
+                            keys,
+                            filters,
+                        })
+                    })
+                    .collect();
+                (pg.name.clone(), members)
+            })
+            .collect()
+    }
+
+    /// The `references` (wlmap extension) with their name and namespace paths compiled.
+    fn references(&mut self, karta: &Karta) -> Vec<CompiledReference> {
+        karta
+            .spec
+            .references
+            .iter()
+            .filter_map(|r| {
+                let name_path = self.expr(None, "references.namePath", Some(&r.name_path))?;
+                let namespace_path =
+                    self.expr(None, "references.namespacePath", r.namespace_path.as_ref());
+                Some(CompiledReference {
+                    def: r.clone(),
+                    name_path,
+                    namespace_path,
+                })
+            })
+            .collect()
     }
 
     fn finish(self) -> Vec<Finding> {
@@ -262,208 +478,19 @@ impl Definition {
             .enumerate()
             .map(|(i, d)| (d.name.as_str(), i))
             .collect();
-        let mut components: Vec<Component> = Vec::new();
-        for d in karta.components() {
-            let n = Some(d.name.as_str());
-            let spec = d.spec_definition.as_ref().and_then(|s| {
-                if let Some(p) = &s.pod_template_spec_path {
-                    c.expr(n, "podTemplateSpecPath", Some(p))
-                        .map(SpecShape::Template)
-                } else if let Some(p) = &s.pod_spec_path {
-                    let spec = c.expr(n, "podSpecPath", Some(p));
-                    let metadata = c.expr(n, "metadataPath", s.metadata_path.as_ref());
-                    spec.map(|spec| SpecShape::PodSpec { spec, metadata })
-                } else {
-                    s.fragmented_pod_spec_definition.as_ref().map(|f| {
-                        SpecShape::Fragmented(Box::new(Fragments {
-                            scheduler_name: c.expr(
-                                n,
-                                "schedulerNamePath",
-                                f.scheduler_name_path.as_ref(),
-                            ),
-                            labels: c.expr(n, "labelsPath", f.labels_path.as_ref()),
-                            annotations: c.expr(n, "annotationsPath", f.annotations_path.as_ref()),
-                            resources: c.expr(n, "resourcesPath", f.resources_path.as_ref()),
-                            resource_claims: c.expr(
-                                n,
-                                "resourceClaimsPath",
-                                f.resource_claims_path.as_ref(),
-                            ),
-                            pod_affinity: c.expr(
-                                n,
-                                "podAffinityPath",
-                                f.pod_affinity_path.as_ref(),
-                            ),
-                            node_affinity: c.expr(
-                                n,
-                                "nodeAffinityPath",
-                                f.node_affinity_path.as_ref(),
-                            ),
-                            containers: c.expr(n, "containersPath", f.containers_path.as_ref()),
-                            container: c.expr(n, "containerPath", f.container_path.as_ref()),
-                            priority_class_name: c.expr(
-                                n,
-                                "priorityClassNamePath",
-                                f.priority_class_name_path.as_ref(),
-                            ),
-                            image: c.expr(n, "imagePath", f.image_path.as_ref()),
-                        }))
-                    })
-                }
-            });
-            let scale = d.scale_definition.as_ref();
-            let sel = d.pod_selector.as_ref();
-            components.push(Component {
-                def: d.clone(),
-                parent: d.owner_ref.as_deref().and_then(|p| index.get(p).copied()),
-                children: Vec::new(),
-                spec,
-                replicas: c.expr(
-                    n,
-                    "replicasPath",
-                    scale.and_then(|s| s.replicas_path.as_ref()),
-                ),
-                min_replicas: c.expr(
-                    n,
-                    "minReplicasPath",
-                    scale.and_then(|s| s.min_replicas_path.as_ref()),
-                ),
-                max_replicas: c.expr(
-                    n,
-                    "maxReplicasPath",
-                    scale.and_then(|s| s.max_replicas_path.as_ref()),
-                ),
-                instance_ids: c.expr(n, "instanceIdPath", d.instance_id_path.as_ref()),
-                type_key: c.expr(
-                    n,
-                    "keyPath",
-                    sel.and_then(|s| s.component_type_selector.as_ref())
-                        .and_then(|t| t.key_path.as_ref()),
-                ),
-                instance_key: c.expr(
-                    n,
-                    "idPath",
-                    sel.and_then(|s| s.component_instance_selector.as_ref())
-                        .map(|s| &s.id_path),
-                ),
-                replica_key: c.expr(
-                    n,
-                    "keyPath",
-                    sel.and_then(|s| s.replica_selector.as_ref())
-                        .map(|s| &s.key_path),
-                ),
-            });
-            if let Some(sd) = &d.suspend_definition {
-                for a in sd.suspend_actions.iter().chain(&sd.resume_actions) {
-                    c.expr(n, "path", Some(&a.path));
-                }
-            }
-        }
-        for i in 0..components.len() {
-            if let Some(p) = components[i].parent
-                && p != i
-            {
-                components[p].children.push(i);
-            }
-        }
-        let root_name = karta.root().name.clone();
-        let status = karta.root().status_definition.as_ref().map(|sd| {
-            let n = Some(root_name.as_str());
-            let cd = sd.conditions_definition.as_ref();
-            let m = &sd.status_mappings;
-            let mut compile_list = |list: &Vec<StatusMatcher>| -> Vec<Matcher> {
-                list.iter()
-                    .map(|mm| Matcher {
-                        def: mm.clone(),
-                        expression: c.expr(
-                            n,
-                            "expression",
-                            mm.by_expression.as_ref().map(|e| &e.expression),
-                        ),
-                    })
-                    .collect()
-            };
-            use crate::Phase::*;
-            let mappings = vec![
-                (Failed, compile_list(&m.failed)),
-                (Completed, compile_list(&m.completed)),
-                (Suspending, compile_list(&m.suspending)),
-                (Resuming, compile_list(&m.resuming)),
-                (Suspended, compile_list(&m.suspended)),
-                (Degraded, compile_list(&m.degraded)),
-                (Running, compile_list(&m.running)),
-                // The older release's `pending` and `progressing` are starts too.
-                (Initializing, {
-                    let mut l = compile_list(&m.initializing);
-                    l.extend(compile_list(&m.pending));
-                    l.extend(compile_list(&m.progressing));
-                    l
-                }),
-            ];
-            StatusRules {
-                phase: c.expr(n, "path", sd.phase_definition.as_ref().map(|p| &p.path)),
-                conditions: c.expr(n, "path", cd.map(|p| &p.path)),
-                type_field: cd
-                    .and_then(|d| d.type_field_name.clone())
-                    .unwrap_or_else(|| "type".into()),
-                status_field: cd
-                    .and_then(|d| d.status_field_name.clone())
-                    .unwrap_or_else(|| "status".into()),
-                reason_field: cd
-                    .and_then(|d| d.reason_field_name.clone())
-                    .unwrap_or_else(|| "reason".into()),
-                message_field: cd
-                    .and_then(|d| d.message_field_name.clone())
-                    .unwrap_or_else(|| "message".into()),
-                mappings,
-            }
-        });
-        let mut gang_members = Vec::new();
-        if let Some(g) = karta
-            .spec
-            .optimization_instructions
-            .as_ref()
-            .and_then(|o| o.gang_scheduling.as_ref())
-        {
-            for pg in &g.pod_groups {
-                let mut members = Vec::new();
-                for m in &pg.members {
-                    let Some(&ci) = index.get(m.component_name.as_str()) else {
-                        continue;
-                    };
-                    let keys = m
-                        .group_by_key_paths
-                        .iter()
-                        .filter_map(|k| c.expr(Some(&m.component_name), "groupByKeyPaths", Some(k)))
-                        .collect();
-                    let filters = m
-                        .filters
-                        .iter()
-                        .filter_map(|k| c.expr(Some(&m.component_name), "filters", Some(k)))
-                        .collect();
-                    members.push(GangMember {
-                        component: ci,
-                        keys,
-                        filters,
-                    });
-                }
-                gang_members.push((pg.name.clone(), members));
-            }
-        }
-        let references = karta
-            .spec
-            .references
-            .iter()
-            .filter_map(|r| {
-                let name_path = c.expr(None, "namePath", Some(&r.name_path))?;
-                let namespace_path = c.expr(None, "namespacePath", r.namespace_path.as_ref());
-                Some(CompiledReference {
-                    def: r.clone(),
-                    name_path,
-                    namespace_path,
-                })
+        let mut components: Vec<Component> = karta
+            .components()
+            .map(|d| {
+                c.component(
+                    d,
+                    d.owner_ref.as_deref().and_then(|p| index.get(p).copied()),
+                )
             })
             .collect();
+        link_children(&mut components);
+        let status = c.status_rules(karta.root());
+        let gang_members = c.gang_members(&karta, &index);
+        let references = c.references(&karta);
         findings.extend(c.finish());
         if findings.iter().any(|f| f.severity == Severity::Error) {
             return (None, findings);
@@ -625,11 +652,18 @@ impl Definition {
 /// component's `name:` line when the field is not in that block (a missing field must not
 /// point at the next component's); the field anywhere for a finding of no component.
 fn locate(s: &Source, f: &Finding, components: &[String]) -> Option<Location> {
-    let field = f.field.field.as_str();
+    // A field is named by its path in the component (`componentTypeSelector.keyPath`,
+    // `statusMappings.failed[1].byExpression`): its keys are looked for in turn.
+    let keys: Vec<&str> = f
+        .field
+        .field
+        .split('.')
+        .map(|k| k.split('[').next().unwrap_or(k))
+        .collect();
+    let value = f.field.value.as_deref().unwrap_or("");
     let Some(comp) = &f.field.component else {
-        return s
-            .find(&[field, f.field.value.as_deref().unwrap_or("")])
-            .or_else(|| s.find(&[field]));
+        let with_value: Vec<&str> = keys.iter().copied().chain([value]).collect();
+        return s.find(&with_value).or_else(|| s.find(&keys));
     };
     let start_needle = format!("name: {comp}");
     let start = s.text.find(&start_needle)?;
@@ -647,16 +681,12 @@ fn locate(s: &Source, f: &Finding, components: &[String]) -> Option<Location> {
         file: s.file,
         text: &s.text[..end],
     };
-    let needles: Vec<&str> = [
-        Some(start_needle.as_str()),
-        Some(field),
-        f.field.value.as_deref(),
-    ]
-    .into_iter()
-    .flatten()
-    .collect();
+    let field: Vec<&str> = std::iter::once(start_needle.as_str())
+        .chain(keys.iter().copied())
+        .collect();
+    let with_value: Vec<&str> = field.iter().copied().chain([value]).collect();
     block
-        .find(&needles)
-        .or_else(|| block.find(&needles[..2]))
+        .find(&with_value)
+        .or_else(|| block.find(&field))
         .or_else(|| s.find(&[&start_needle]))
 }

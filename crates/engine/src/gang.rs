@@ -15,7 +15,7 @@
 //! - Names are lowercase DNS labels of at most 63 characters; longer names are cut and end
 //!   in a stable hash, so two groups of one workload never share a name.
 
-use crate::definition::Definition;
+use crate::definition::{Definition, GangMember};
 use crate::error::{Error, Result};
 use crate::object::Object;
 use crate::resolve::{Node, Workload};
@@ -153,168 +153,219 @@ pub fn gangs(def: &Definition, w: &Workload, pods: Option<&[Object]>) -> Result<
             ),
         });
     }
-    let mut out = Vec::new();
     if let Some(pg) = &g.pod_group {
-        let gname = gang_name(&[&w.name, &pg.name]);
-        let mut subs = Vec::new();
-        for s in &pg.sub_groups {
-            for n in w.root.walk().filter(|n| n.component == s.component_name) {
-                let seg = if n.path.is_empty() {
-                    n.segment()
-                } else {
-                    n.path.clone()
-                };
-                subs.push(SubGroupOut {
-                    name: gang_name(&[&gname, &seg]),
-                    min_member: n.desired_pods,
-                    component: seg.clone(),
-                    members: n.all_pods().map(|p| p.name.clone()).collect(),
-                    topology: s.topology.clone(),
-                });
-            }
-        }
-        let min = if subs.is_empty() {
-            w.root.desired_pods
-        } else {
-            subs.iter().map(|s| s.min_member).sum()
-        };
-        let members: Vec<String> = if pods.is_some() {
-            w.root.all_pods().map(|p| p.name.clone()).collect()
-        } else {
-            vec![]
-        };
-        if pods.is_none() {
-            for s in &mut subs {
-                s.members.clear();
-            }
-        }
-        let incomplete = pods.is_some() && (members.len() as u64) < min;
-        out.push(PodGroup {
-            name: gname,
-            min_member: min,
-            sub_groups: subs,
-            members,
-            topology: pg.topology.clone(),
-            incomplete,
-        });
-        return Ok(out);
+        return Ok(vec![one_group(w, pg, pods.is_some())]);
     }
+    let mut out = Vec::new();
     for (group_name, members) in &def.gang_members {
-        let member_comps: Vec<usize> = members.iter().map(|m| m.component).collect();
-        // Predicted groups: one per scope.
-        let mut predicted: BTreeMap<String, u64> = BTreeMap::new();
-        let mut order: Vec<String> = Vec::new();
-        collect_scopes(
-            def,
-            &w.root,
-            None,
-            &member_comps,
-            &mut predicted,
-            &mut order,
-        );
-        let name_of = |scope: &str| {
-            if scope.is_empty() {
-                gang_name(&[&w.name, group_name])
-            } else {
-                gang_name(&[&w.name, group_name, scope])
-            }
+        let groups = match pods {
+            None => predicted_groups(def, w, group_name, members),
+            Some(pods) => observed_groups(def, w, group_name, members, pods)?,
         };
-        if pods.is_none() {
-            for scope in &order {
-                out.push(PodGroup {
-                    name: name_of(scope),
-                    min_member: predicted[scope],
-                    sub_groups: vec![],
-                    members: vec![],
-                    topology: None,
-                    incomplete: false,
-                });
-            }
+        out.extend(groups);
+    }
+    Ok(out)
+}
+
+/// `podGroup`: one group for the workload, one sub-group per node of each listed component;
+/// the members are listed only when the pods are known.
+fn one_group(w: &Workload, pg: &wlmap_schema::PodGroupMapping, observed: bool) -> PodGroup {
+    let gname = gang_name(&[&w.name, &pg.name]);
+    let mut subs = Vec::new();
+    for s in &pg.sub_groups {
+        for n in w.root.walk().filter(|n| n.component == s.component_name) {
+            let seg = if n.path.is_empty() {
+                n.segment()
+            } else {
+                n.path.clone()
+            };
+            subs.push(SubGroupOut {
+                name: gang_name(&[&gname, &seg]),
+                min_member: n.desired_pods,
+                component: seg.clone(),
+                members: if observed {
+                    n.all_pods().map(|p| p.name.clone()).collect()
+                } else {
+                    vec![]
+                },
+                topology: s.topology.clone(),
+            });
+        }
+    }
+    let min = if subs.is_empty() {
+        w.root.desired_pods
+    } else {
+        subs.iter().map(|s| s.min_member).sum()
+    };
+    let members: Vec<String> = if observed {
+        w.root.all_pods().map(|p| p.name.clone()).collect()
+    } else {
+        vec![]
+    };
+    PodGroup {
+        name: gname,
+        incomplete: observed && (members.len() as u64) < min,
+        min_member: min,
+        sub_groups: subs,
+        members,
+        topology: pg.topology.clone(),
+    }
+}
+
+/// The scopes of a `podGroups` entry (one per replica copy of the members' common ancestor,
+/// or the workload) with the pods each should have, in tree order.
+fn scopes(
+    def: &Definition,
+    w: &Workload,
+    members: &[GangMember],
+) -> (BTreeMap<String, u64>, Vec<String>) {
+    let member_comps: Vec<usize> = members.iter().map(|m| m.component).collect();
+    let mut predicted: BTreeMap<String, u64> = BTreeMap::new();
+    let mut order: Vec<String> = Vec::new();
+    collect_scopes(
+        def,
+        &w.root,
+        None,
+        &member_comps,
+        &mut predicted,
+        &mut order,
+    );
+    (predicted, order)
+}
+
+/// A `podGroups` group's name in a scope.
+fn scoped_name(w: &Workload, group_name: &str, scope: &str) -> String {
+    if scope.is_empty() {
+        gang_name(&[&w.name, group_name])
+    } else {
+        gang_name(&[&w.name, group_name, scope])
+    }
+}
+
+/// `podGroups` without pods: one group per scope, sized from the spec.
+fn predicted_groups(
+    def: &Definition,
+    w: &Workload,
+    group_name: &str,
+    members: &[GangMember],
+) -> Vec<PodGroup> {
+    let (predicted, order) = scopes(def, w, members);
+    order
+        .iter()
+        .map(|scope| PodGroup {
+            name: scoped_name(w, group_name, scope),
+            min_member: predicted[scope],
+            sub_groups: vec![],
+            members: vec![],
+            topology: None,
+            incomplete: false,
+        })
+        .collect()
+}
+
+/// `podGroups` with pods: the attributed pods that pass the member's filters, grouped by the
+/// values of its keys (a workload may have a group per pod, one per job index); a name used
+/// twice gets a number.
+fn observed_groups(
+    def: &Definition,
+    w: &Workload,
+    group_name: &str,
+    members: &[GangMember],
+    pods: &[Object],
+) -> Result<Vec<PodGroup>> {
+    let (predicted, _) = scopes(def, w, members);
+    let by_name: HashMap<&str, &Object, foldhash::fast::RandomState> = pods
+        .iter()
+        .filter(|o| o.is_pod())
+        .map(|o| (o.name(), o))
+        .collect();
+    let mut groups: Vec<(String, Vec<String>)> = Vec::new(); // (scope, pods)
+    let mut group_of: HashMap<Vec<String>, usize, foldhash::fast::RandomState> = HashMap::default();
+    let mut placed = Vec::new();
+    pods_with_scope(&w.root, None, &mut placed);
+    for (node, scope, pod_name) in placed {
+        let Some(m) = effective_member(def, members, node.component_index) else {
             continue;
-        }
-        // Observed: evaluate keys and filters on each attributed pod.
-        let by_name: HashMap<&str, &Object, foldhash::fast::RandomState> = pods
-            .unwrap_or(&[])
-            .iter()
-            .filter(|o| o.is_pod())
-            .map(|o| (o.name(), o))
-            .collect();
-        let mut groups: Vec<(Vec<String>, String, Vec<String>)> = Vec::new(); // (keys, scope, pods)
-        // Group index by keys: a workload may have a group per pod (one per job index).
-        let mut group_of: HashMap<Vec<String>, usize, foldhash::fast::RandomState> =
-            HashMap::default();
-        let mut placed = Vec::new();
-        pods_with_scope(&w.root, None, &mut placed);
-        for (node, scope, pod_name) in placed {
-            let Some(m) = effective_member(def, &members[..], node.component_index) else {
-                continue;
-            };
-            let Some(pod) = by_name.get(pod_name.as_str()) else {
-                continue;
-            };
-            let cname = &def.components[m.component].def.name;
-            let mut pass = true;
-            for f in &m.filters {
-                let out = def.eval_obj(f, pod, &[Val::Null], cname, "filters")?;
-                pass &= matches!(out.first(), Some(Val::Bool(true)));
-            }
-            if !pass {
-                continue;
-            }
-            let mut keys = Vec::new();
-            for k in &m.keys {
-                let vals = match label_strings(def, k, pod) {
-                    Some(vals) => vals,
-                    None => def
-                        .eval_obj(k, pod, &[Val::Null], cname, "groupByKeyPaths")?
-                        .iter()
-                        .filter(|v| !matches!(v, Val::Null))
-                        .map(to_jq_string)
-                        .filter(|s| !s.is_empty())
-                        .collect(),
-                };
-                if vals.len() != 1 {
-                    return Err(Error::Shape {
-                        definition: def.name(),
-                        component: cname.clone(),
-                        message: format!(
-                            "groupByKeyPaths `{}` must yield exactly one non-empty value on pod {}, got {}",
-                            k.text(),
-                            pod_name,
-                            vals.len()
-                        ),
-                    });
-                }
-                keys.extend(vals);
-            }
-            match group_of.get(&keys) {
-                Some(&i) => groups[i].2.push(pod_name.clone()),
-                None => {
-                    group_of.insert(keys.clone(), groups.len());
-                    groups.push((keys, scope.clone(), vec![pod_name.clone()]));
-                }
+        };
+        let Some(pod) = by_name.get(pod_name.as_str()) else {
+            continue;
+        };
+        let Some(keys) = member_keys(def, m, pod, &pod_name)? else {
+            continue; // filtered out
+        };
+        match group_of.get(&keys) {
+            Some(&i) => groups[i].1.push(pod_name.clone()),
+            None => {
+                group_of.insert(keys, groups.len());
+                groups.push((scope.clone(), vec![pod_name.clone()]));
             }
         }
-        let mut used: BTreeMap<String, usize> = BTreeMap::new();
-        for (_, scope, pods) in groups {
-            let mut name = name_of(&scope);
+    }
+    let mut used: BTreeMap<String, usize> = BTreeMap::new();
+    Ok(groups
+        .into_iter()
+        .map(|(scope, pods)| {
+            let mut name = scoped_name(w, group_name, &scope);
             let n = used.entry(name.clone()).or_insert(0);
             *n += 1;
             if *n > 1 {
                 name = gang_name(&[&name, &n.to_string()]);
             }
             let min = predicted.get(&scope).copied().unwrap_or(pods.len() as u64);
-            out.push(PodGroup {
+            PodGroup {
                 incomplete: (pods.len() as u64) < min,
                 name,
                 min_member: min,
                 sub_groups: vec![],
                 members: pods,
                 topology: None,
-            });
+            }
+        })
+        .collect())
+}
+
+/// The values of a member's keys on a pod (one non-empty value each); `None` when the pod
+/// fails one of the member's filters.
+fn member_keys(
+    def: &Definition,
+    m: &GangMember,
+    pod: &Object,
+    pod_name: &str,
+) -> Result<Option<Vec<String>>> {
+    let cname = &def.components[m.component].def.name;
+    for f in &m.filters {
+        let out = def.eval_obj(f, pod, &[Val::Null], cname, "filters")?;
+        if !matches!(out.first(), Some(Val::Bool(true))) {
+            return Ok(None);
         }
     }
-    Ok(out)
+    let mut keys = Vec::new();
+    for k in &m.keys {
+        let vals = match label_strings(def, k, pod) {
+            Some(vals) => vals,
+            None => def
+                .eval_obj(k, pod, &[Val::Null], cname, "groupByKeyPaths")?
+                .iter()
+                .filter(|v| !matches!(v, Val::Null))
+                .map(to_jq_string)
+                .filter(|s| !s.is_empty())
+                .collect(),
+        };
+        if vals.len() != 1 {
+            return Err(Error::Shape {
+                definition: def.name(),
+                component: cname.clone(),
+                message: format!(
+                    "groupByKeyPaths `{}` must yield exactly one non-empty value on pod {}, got {}",
+                    k.text(),
+                    pod_name,
+                    vals.len()
+                ),
+            });
+        }
+        keys.extend(vals);
+    }
+    Ok(Some(keys))
 }
 
 /// The non-empty strings a key (a pod label, most often) reads, taken from the pod's JSON

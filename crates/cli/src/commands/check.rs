@@ -8,7 +8,8 @@ use crate::exit::{Code, Failure, Result};
 use wlmap_author::{Crd, Finding};
 use wlmap_engine::{Definition, Object, Phase};
 
-/// Run.
+/// `wlmap check`: check every definition in force against its kind's CRD and live objects;
+/// exit 5 on findings.
 pub fn run(ctx: &Context, a: &CheckArgs) -> Result {
     let crds = crds_from_files(&a.crd)?;
     let mut findings = Vec::new();

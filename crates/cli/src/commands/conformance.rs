@@ -6,7 +6,8 @@ use crate::exit::{Code, Failure, Result, invalid};
 use crate::render;
 use std::collections::BTreeMap;
 
-/// Run.
+/// `wlmap conformance`: read each recorded state of a real operator with the catalog and print
+/// where the reading differs from the recorded expectation.
 pub fn run(ctx: &Context, a: &ConformanceArgs) -> Result {
     if !a.dir.is_dir() {
         return Err(invalid(format!("{}: not a directory", a.dir.display())));

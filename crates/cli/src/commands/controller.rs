@@ -10,7 +10,8 @@ use wlmap_engine::SchedulerFormat;
 /// The namespace a pod runs in (in a cluster).
 const POD_NAMESPACE_FILE: &str = "/var/run/secrets/kubernetes.io/serviceaccount/namespace";
 
-/// Run.
+/// `wlmap controller`: run the in-cluster controller and its webhook until the process is
+/// stopped.
 pub fn run(g: &Global, a: &ControllerArgs) -> Result {
     let namespace = g
         .namespace

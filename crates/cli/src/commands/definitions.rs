@@ -8,7 +8,7 @@ use crate::context::{Context, print_data};
 use crate::exit::{Result, no_definition};
 use crate::render;
 
-/// Run.
+/// `wlmap definitions`: list the definitions in force (catalog, cluster, files), or print one.
 pub fn run(ctx: &Context, a: &DefinitionsArgs) -> Result {
     match &a.action {
         Some(DefinitionsAction::Apply(x)) => return apply(ctx, x),

@@ -104,7 +104,8 @@ fn from_file(ctx: &Context, path: &std::path::Path) -> Result<Loaded> {
     })
 }
 
-/// Run.
+/// `wlmap describe`: print each named workload as a tree (or JSON/YAML), with its status,
+/// pods and GPUs.
 pub fn run(ctx: &Context, a: &DescribeArgs) -> Result {
     if a.watch {
         return crate::commands::watch::describe(ctx, a);

@@ -6,7 +6,8 @@ use crate::exit::Result;
 use serde_json::json;
 use wlmap_engine::SchedulerFormat;
 
-/// Run.
+/// `wlmap gang`: print the gang-scheduling groups of the named workloads in a scheduler's
+/// format.
 pub fn run(ctx: &Context, a: &GangArgs) -> Result {
     let loaded = crate::commands::describe::load(ctx, a.file.as_deref(), &a.targets)?;
     let (def, obj) = (&loaded.entry.definition, &loaded.entry.object);

@@ -99,7 +99,8 @@ impl Query {
     }
 }
 
-/// Run.
+/// `wlmap get`: list the workloads of the named types (or every type) as a table or JSON/YAML;
+/// with `--watch`, keep printing the rows that change.
 pub fn run(ctx: &Context, a: &GetArgs) -> Result {
     let query = Query::new(ctx, a)?;
     if a.watch {

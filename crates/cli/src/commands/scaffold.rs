@@ -8,7 +8,8 @@ use serde_json::Value;
 use wlmap_author::{Crd, Observed};
 use wlmap_schema::GroupVersionKind;
 
-/// Run.
+/// `wlmap scaffold`: print a draft definition for a CRD (from a file or the cluster), confirmed
+/// with live objects when asked.
 pub fn run(ctx: &Context, a: &ScaffoldArgs) -> Result {
     let crd = match (&a.file, &a.crd) {
         (Some(f), None) => from_file(f, a.kind.as_deref())?,

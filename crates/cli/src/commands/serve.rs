@@ -105,14 +105,21 @@ fn follow_snapshots(paths: Vec<PathBuf>, live: Arc<Live>) {
     if paths.is_empty() {
         return;
     }
+    // Modification time and length: a file caught between its truncation and its new
+    // contents can keep the same coarse modification time, never the same length.
+    let stamp = |paths: &[PathBuf]| -> Vec<Option<(SystemTime, u64)>> {
+        paths
+            .iter()
+            .map(|p| {
+                let m = std::fs::metadata(p).ok()?;
+                Some((m.modified().ok()?, m.len()))
+            })
+            .collect()
+    };
+    // Stamped before the page is served, not when the thread first runs: a change made once
+    // the first answer is out must be seen, however late the thread starts.
+    let mut seen = stamp(&paths);
     std::thread::spawn(move || {
-        let stamp = |paths: &[PathBuf]| -> Vec<Option<SystemTime>> {
-            paths
-                .iter()
-                .map(|p| std::fs::metadata(p).and_then(|m| m.modified()).ok())
-                .collect()
-        };
-        let mut seen = stamp(&paths);
         loop {
             std::thread::sleep(SNAPSHOT_CHECK);
             let now = stamp(&paths);

@@ -5,7 +5,8 @@ use crate::exit::{Code, Failure, Result};
 use crate::source::read_input;
 use wlmap_schema::{Severity, Source};
 
-/// Run.
+/// `wlmap validate`: decode and check definition files (and fit them to CRDs with `--crd`);
+/// exit 5 when one has an error.
 pub fn run(a: &ValidateArgs) -> Result {
     let mut errors = 0;
     let mut warnings = 0;

@@ -15,7 +15,8 @@ use wlmap_inventory::{Fed, Feed, FeedEvent, Inventory, ObjectKey};
 use wlmap_kube::{Kind, WatchEvent};
 use wlmap_schema::GroupKind;
 
-/// Run.
+/// `wlmap get --watch`: print the table once, then a line per workload whose row changes, until
+/// interrupted.
 pub fn run(ctx: &Context, a: &GetArgs, query: &Query) -> Result {
     let Some(conn) = &ctx.cluster else {
         return Err(usage(
