@@ -1,8 +1,15 @@
-//! Embeds every `definitions/*.yaml` file into the library.
+//! Embeds every `definitions/*.yaml` file into the library, and the demo cluster: the fixtures
+//! listed in `demo.txt` (the demo is made of tested fixtures, so what `--demo` shows is what the
+//! tests check).
 
 use std::fmt::Write;
 
 fn main() {
+    definitions();
+    demo();
+}
+
+fn definitions() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("definitions");
     println!("cargo:rerun-if-changed={}", dir.display());
     let mut files: Vec<_> = std::fs::read_dir(&dir)
@@ -33,5 +40,32 @@ fn main() {
     out.push_str("];\n");
     let dest = std::path::Path::new(&std::env::var("OUT_DIR").expect("OUT_DIR is set by cargo"))
         .join("definitions.rs");
+    std::fs::write(dest, out).expect("write generated file");
+}
+
+fn demo() {
+    let manifest = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let list = manifest.join("demo.txt");
+    println!("cargo:rerun-if-changed={}", list.display());
+    let text = std::fs::read_to_string(&list).unwrap_or_default();
+    let mut out = String::from(
+        "/// The demo cluster's documents: (fixture, YAML text).\npub static DEMO: &[(&str, &str)] = &[\n",
+    );
+    for line in text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+    {
+        let path = manifest.join("fixtures").join(line).join("objects.yaml");
+        println!("cargo:rerun-if-changed={}", path.display());
+        let _ = writeln!(
+            out,
+            "    ({line:?}, include_str!({:?})),",
+            path.display().to_string()
+        );
+    }
+    out.push_str("];\n");
+    let dest = std::path::Path::new(&std::env::var("OUT_DIR").expect("OUT_DIR is set by cargo"))
+        .join("demo.rs");
     std::fs::write(dest, out).expect("write generated file");
 }

@@ -16,8 +16,13 @@ mod generated {
     include!(concat!(env!("OUT_DIR"), "/definitions.rs"));
 }
 
+mod demo {
+    include!(concat!(env!("OUT_DIR"), "/demo.rs"));
+}
+
 pub mod conformance;
 
+pub use demo::DEMO;
 pub use generated::FILES;
 use wlmap_engine::{Definition, Origin, Registry};
 use wlmap_schema::Karta;

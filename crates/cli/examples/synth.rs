@@ -6,27 +6,16 @@
 
 use serde_json::Value;
 use std::io::Write;
-use std::path::Path;
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let n: usize = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(1000);
     let out = args.get(2).cloned().unwrap_or_else(|| "synth.json".into());
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let list = std::fs::read_to_string(root.join("demo/fixtures.txt")).expect("demo list");
-    let fixtures: Vec<Vec<Value>> = list
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty() && !l.starts_with('#'))
-        .map(|l| {
-            let text = std::fs::read_to_string(
-                root.join("../catalog/fixtures")
-                    .join(l)
-                    .join("objects.yaml"),
-            )
-            .expect("fixture");
-            serde_saphyr::from_multiple_with_options::<Value>(&text, wlmap_schema::yaml_options())
-                .expect("yaml")
+    let fixtures: Vec<Vec<Value>> = wlmap_catalog::DEMO
+        .iter()
+        .map(|(name, text)| {
+            wlmap_schema::decode_objects(text, name)
+                .expect("a demo fixture decodes")
                 .into_iter()
                 .filter(Value::is_object)
                 .collect()

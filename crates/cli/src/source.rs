@@ -7,10 +7,6 @@ use std::io::Read;
 use std::path::Path;
 use wlmap_engine::Object;
 
-mod demo {
-    include!(concat!(env!("OUT_DIR"), "/demo.rs"));
-}
-
 /// A set of objects as the engine sees them, whatever their source.
 #[derive(Default)]
 pub struct ObjectSet {
@@ -61,7 +57,7 @@ impl ObjectSet {
     /// The embedded demo cluster.
     pub fn demo() -> Result<ObjectSet> {
         let mut objects = Vec::new();
-        for (name, text) in demo::DEMO {
+        for (name, text) in wlmap_catalog::DEMO {
             objects.extend(parse_documents(text, name)?.into_iter().map(Object::new));
         }
         Ok(ObjectSet { objects })
