@@ -11,103 +11,64 @@ pub enum Step {
     Iter,
 }
 
-/// The plain path an expression starts with (`.a.b[]?.c["d"] // 1` gives a, b, [], c, d).
+/// The plain path an expression starts with (`.a.b[]?.c["d"] // 1` gives a, b, [], c, d);
+/// empty when it starts with anything else. Read from the parsed expression
+/// ([`wlmap_expr::paths_read`]).
 ///
 /// ```
 /// use wlmap_author::{Step, plain_prefix};
 /// assert_eq!(plain_prefix(".spec.x[]?.y // 1"),
 ///     vec![Step::Key("spec".into()), Step::Key("x".into()), Step::Iter, Step::Key("y".into())]);
 /// assert!(plain_prefix("1").is_empty());
+/// assert!(plain_prefix("[.spec.a[]] | length").is_empty());
 /// ```
 pub fn plain_prefix(expr: &str) -> Vec<Step> {
-    let s = expr.trim().trim_start_matches('(');
-    path_at(s).0
-}
-
-/// The plain path at the start of `s`, and how many bytes it takes.
-fn path_at(s: &str) -> (Vec<Step>, usize) {
-    let mut out = Vec::new();
-    let b = s.as_bytes();
-    let mut i = 0;
-    while i < b.len() {
-        match b[i] {
-            b'.' => {
-                i += 1;
-                let start = i;
-                while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_') {
-                    i += 1;
-                }
-                if i > start {
-                    out.push(Step::Key(s[start..i].to_string()));
-                } else if !s[i..].starts_with('[') {
-                    break;
-                }
-            }
-            b'[' if s[i..].starts_with("[]") => {
-                out.push(Step::Iter);
-                i += 2;
-            }
-            b'[' if s[i..].starts_with("[\"") => {
-                let rest = &s[i + 2..];
-                let Some(end) = rest.find("\"]") else { break };
-                out.push(Step::Key(rest[..end].to_string()));
-                i += 2 + end + 2;
-            }
-            b'?' => i += 1,
-            _ => break,
-        }
+    let starts_with_path = expr
+        .trim_start_matches(['(', ' ', '\n', '\t'])
+        .starts_with('.');
+    if !starts_with_path {
+        return Vec::new();
     }
-    (out, i)
+    read(expr).into_iter().next().unwrap_or_default()
 }
 
-/// Every plain path in an expression that starts at `.spec` or `.status` of the object it is
+/// Every path an expression reads that starts at `.spec` or `.status` of the object it is
 /// evaluated on and goes at least one step further (`(.status.a // 0) < .status.b` gives
-/// `.status.a` and `.status.b`). Paths after a `|` or inside a function's argument may be
-/// relative to something else: only `.spec` and `.status` roots are taken, as those are what
-/// an object's own fields are called.
+/// `.status.a` and `.status.b`). Paths after a `|` or inside a mapping function's argument
+/// are relative to something else and are not taken ([`wlmap_expr::paths_read`]).
 ///
 /// ```
 /// let p = wlmap_author::rooted_paths("(.status.ready // 0) < (.spec.replicas // 1)");
 /// assert_eq!(p.len(), 2);
 /// assert!(wlmap_author::rooted_paths(".metadata.name | .x").is_empty());
+/// assert!(wlmap_author::rooted_paths(".spec.a[] | .status.b").len() == 1);
 /// ```
 pub fn rooted_paths(expr: &str) -> Vec<Vec<Step>> {
-    let mut out = Vec::new();
-    let b = expr.as_bytes();
-    let mut i = 0;
-    let mut in_string = false;
-    while i < b.len() {
-        let c = b[i];
-        if in_string {
-            if c == b'\\' {
-                i += 2;
-                continue;
-            }
-            in_string = c != b'"';
-            i += 1;
-            continue;
+    let mut out: Vec<Vec<Step>> = Vec::new();
+    for steps in read(expr) {
+        let rooted = matches!(steps.first(), Some(Step::Key(k)) if k == "spec" || k == "status");
+        if rooted && steps.len() >= 2 && !out.contains(&steps) {
+            out.push(steps);
         }
-        if c == b'"' {
-            in_string = true;
-            i += 1;
-            continue;
-        }
-        // A path starts at a `.` that does not continue a name, a `$var` or another path.
-        let after_word =
-            i > 0 && (b[i - 1].is_ascii_alphanumeric() || b"_]?)$".contains(&b[i - 1]));
-        if c == b'.' && !after_word {
-            let (steps, used) = path_at(&expr[i..]);
-            let rooted =
-                matches!(steps.first(), Some(Step::Key(k)) if k == "spec" || k == "status");
-            if rooted && steps.len() >= 2 {
-                out.push(steps);
-            }
-            i += used.max(1);
-            continue;
-        }
-        i += 1;
     }
     out
+}
+
+/// The paths an expression reads, as steps; none when it does not parse (compiling the
+/// definition reports that).
+fn read(expr: &str) -> Vec<Vec<Step>> {
+    let paths = wlmap_expr::paths_read(expr).unwrap_or_default();
+    paths
+        .into_iter()
+        .map(|p| {
+            p.into_iter()
+                .map(|k| match k {
+                    wlmap_expr::Key::Field(f) => Step::Key(f),
+                    wlmap_expr::Key::Each => Step::Iter,
+                })
+                .collect()
+        })
+        .collect()
 }
 
 /// Follow a path through an OpenAPI v3 schema. A schema node that keeps unknown fields and
@@ -182,9 +143,13 @@ mod tests {
 
     #[test]
     fn rooted_paths_skip_strings_relative_paths_and_variables() {
+        // `|` binds loosest: everything right of it reads the conditions, not the object.
         let e = r#"(.status.conditions // []) | any(.type == "X.status.y" and .status == "True") and $g.spec.a and .spec.items[]?.replicas > 0"#;
         let got: Vec<String> = rooted_paths(e).iter().map(|p| text(p)).collect();
-        assert_eq!(got, [".status.conditions", ".spec.items[]?.replicas"]);
+        assert_eq!(got, [".status.conditions"]);
+        let e = r#"any(.status.conditions[]; .type == "X.status.y") and $g.spec.a and (.spec.items[]?.replicas > 0)"#;
+        let got: Vec<String> = rooted_paths(e).iter().map(|p| text(p)).collect();
+        assert_eq!(got, [".status.conditions[]?", ".spec.items[]?.replicas"]);
     }
 
     #[test]
