@@ -5,7 +5,7 @@
 use crate::definition::{Definition, SpecShape};
 use crate::error::{Error, Result};
 use crate::object::Object;
-use crate::resources::{GpuPolicy, Resources, pod_request, resource_requirements};
+use crate::resources::{GpuPolicy, Resources, pod_request};
 use crate::status::{Status, evaluate};
 use serde::Serialize;
 use serde_json::{Map, Value, json};
@@ -788,92 +788,124 @@ fn templates(
                 })
                 .collect()
         }
-        Some(SpecShape::Fragmented(f)) => {
-            let get = |e: &Option<wlmap_expr::Expr>, field: &str| {
-                per_instance_json(def, e.as_ref(), root, vars, name, field, n, multi)
-            };
-            let mut sched = get(&f.scheduler_name, "schedulerNamePath")?;
-            let mut labels = get(&f.labels, "labelsPath")?;
-            let mut annotations = get(&f.annotations, "annotationsPath")?;
-            let mut resources = get(&f.resources, "resourcesPath")?;
-            let mut claims = get(&f.resource_claims, "resourceClaimsPath")?;
-            let mut pod_aff = get(&f.pod_affinity, "podAffinityPath")?;
-            let mut node_aff = get(&f.node_affinity, "nodeAffinityPath")?;
-            let mut containers = get(&f.containers, "containersPath")?;
-            let mut container = get(&f.container, "containerPath")?;
-            let mut prio = get(&f.priority_class_name, "priorityClassNamePath")?;
-            let mut image = get(&f.image, "imagePath")?;
-            let mut out = Vec::with_capacity(n);
-            for i in 0..n {
-                let mut spec = Map::new();
-                let mut meta = Map::new();
-                let j = Option::take; // each value is used once
-                if let Some(v) = j(&mut sched[i]) {
-                    spec.insert("schedulerName".into(), v);
-                }
-                if let Some(v) = j(&mut prio[i]) {
-                    spec.insert("priorityClassName".into(), v);
-                }
-                if let Some(v) = j(&mut claims[i]) {
-                    spec.insert("resourceClaims".into(), v);
-                }
-                let mut affinity = Map::new();
-                if let Some(v) = j(&mut pod_aff[i]) {
-                    affinity.insert("podAffinity".into(), v);
-                }
-                if let Some(v) = j(&mut node_aff[i]) {
-                    affinity.insert("nodeAffinity".into(), v);
-                }
-                if !affinity.is_empty() {
-                    spec.insert("affinity".into(), Value::Object(affinity));
-                }
-                // Containers: the list and the single container; the CR-level resources (and
-                // image) make one container only when neither is given (no double counting).
-                let mut cs: Vec<Value> = match j(&mut containers[i]) {
-                    Some(Value::Array(a)) => a,
-                    Some(o @ Value::Object(_)) => vec![o],
-                    _ => vec![],
-                };
-                if let Some(c @ Value::Object(_)) = j(&mut container[i]) {
-                    cs.push(c);
-                }
-                if cs.is_empty() {
-                    let res = j(&mut resources[i]);
-                    let img = j(&mut image[i]);
-                    if res.is_some() || img.is_some() {
-                        let mut c = Map::new();
-                        c.insert("name".into(), Value::from("main"));
-                        if let Some(img) = img {
-                            c.insert("image".into(), img);
-                        }
-                        if let Some(res) = res {
-                            // Keep the shape Kubernetes uses even if the path gives bare requests.
-                            let rr = if res.field("requests").is_some()
-                                || res.field("limits").is_some()
-                            {
-                                res
-                            } else {
-                                json!({"requests": res})
-                            };
-                            c.insert("resources".into(), rr);
-                        }
-                        cs.push(Value::Object(c));
-                    }
-                }
-                spec.insert("containers".into(), Value::Array(cs));
-                if let Some(v) = j(&mut labels[i]) {
-                    meta.insert("labels".into(), v);
-                }
-                if let Some(v) = j(&mut annotations[i]) {
-                    meta.insert("annotations".into(), v);
-                }
-                out.push(Some(
-                    json!({"metadata": Value::Object(meta), "spec": Value::Object(spec)}),
-                ));
-            }
-            let _ = resource_requirements;
-            Ok(out)
+        Some(SpecShape::Fragmented(f)) => fragmented_templates(def, f, root, vars, name, n, multi),
+    }
+}
+
+/// The values of every fragment path, one per instance (`None` where a path yields nothing).
+struct FragmentValues {
+    scheduler_name: Vec<Option<Value>>,
+    labels: Vec<Option<Value>>,
+    annotations: Vec<Option<Value>>,
+    resources: Vec<Option<Value>>,
+    resource_claims: Vec<Option<Value>>,
+    pod_affinity: Vec<Option<Value>>,
+    node_affinity: Vec<Option<Value>>,
+    containers: Vec<Option<Value>>,
+    container: Vec<Option<Value>>,
+    priority_class_name: Vec<Option<Value>>,
+    image: Vec<Option<Value>>,
+}
+
+/// A pod template per instance, put together from the fragment paths of a component.
+fn fragmented_templates(
+    def: &Definition,
+    f: &crate::definition::Fragments,
+    root: &Object,
+    vars: &[Val],
+    name: &str,
+    n: usize,
+    multi: bool,
+) -> Result<Vec<Option<Value>>> {
+    let get = |e: &Option<wlmap_expr::Expr>, field: &str| {
+        per_instance_json(def, e.as_ref(), root, vars, name, field, n, multi)
+    };
+    let mut v = FragmentValues {
+        scheduler_name: get(&f.scheduler_name, "schedulerNamePath")?,
+        labels: get(&f.labels, "labelsPath")?,
+        annotations: get(&f.annotations, "annotationsPath")?,
+        resources: get(&f.resources, "resourcesPath")?,
+        resource_claims: get(&f.resource_claims, "resourceClaimsPath")?,
+        pod_affinity: get(&f.pod_affinity, "podAffinityPath")?,
+        node_affinity: get(&f.node_affinity, "nodeAffinityPath")?,
+        containers: get(&f.containers, "containersPath")?,
+        container: get(&f.container, "containerPath")?,
+        priority_class_name: get(&f.priority_class_name, "priorityClassNamePath")?,
+        image: get(&f.image, "imagePath")?,
+    };
+    Ok((0..n).map(|i| Some(v.template(i))).collect())
+}
+
+impl FragmentValues {
+    /// Instance `i`'s template (each value is used once, so it is taken, not cloned).
+    fn template(&mut self, i: usize) -> Value {
+        let mut spec = Map::new();
+        let mut meta = Map::new();
+        let j = Option::take;
+        if let Some(v) = j(&mut self.scheduler_name[i]) {
+            spec.insert("schedulerName".into(), v);
         }
+        if let Some(v) = j(&mut self.priority_class_name[i]) {
+            spec.insert("priorityClassName".into(), v);
+        }
+        if let Some(v) = j(&mut self.resource_claims[i]) {
+            spec.insert("resourceClaims".into(), v);
+        }
+        let mut affinity = Map::new();
+        if let Some(v) = j(&mut self.pod_affinity[i]) {
+            affinity.insert("podAffinity".into(), v);
+        }
+        if let Some(v) = j(&mut self.node_affinity[i]) {
+            affinity.insert("nodeAffinity".into(), v);
+        }
+        if !affinity.is_empty() {
+            spec.insert("affinity".into(), Value::Object(affinity));
+        }
+        spec.insert("containers".into(), Value::Array(self.containers_of(i)));
+        if let Some(v) = j(&mut self.labels[i]) {
+            meta.insert("labels".into(), v);
+        }
+        if let Some(v) = j(&mut self.annotations[i]) {
+            meta.insert("annotations".into(), v);
+        }
+        json!({"metadata": Value::Object(meta), "spec": Value::Object(spec)})
+    }
+
+    /// The list and the single container; the CR-level resources (and image) make one
+    /// container only when neither is given (no double counting).
+    fn containers_of(&mut self, i: usize) -> Vec<Value> {
+        let j = Option::take;
+        let mut cs: Vec<Value> = match j(&mut self.containers[i]) {
+            Some(Value::Array(a)) => a,
+            Some(o @ Value::Object(_)) => vec![o],
+            _ => vec![],
+        };
+        if let Some(c @ Value::Object(_)) = j(&mut self.container[i]) {
+            cs.push(c);
+        }
+        if !cs.is_empty() {
+            return cs;
+        }
+        let res = j(&mut self.resources[i]);
+        let img = j(&mut self.image[i]);
+        if res.is_none() && img.is_none() {
+            return cs;
+        }
+        let mut c = Map::new();
+        c.insert("name".into(), Value::from("main"));
+        if let Some(img) = img {
+            c.insert("image".into(), img);
+        }
+        if let Some(res) = res {
+            // Keep the shape Kubernetes uses even if the path gives bare requests.
+            let rr = if res.field("requests").is_some() || res.field("limits").is_some() {
+                res
+            } else {
+                json!({"requests": res})
+            };
+            c.insert("resources".into(), rr);
+        }
+        vec![Value::Object(c)]
     }
 }
 

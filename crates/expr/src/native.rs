@@ -401,6 +401,9 @@ impl<'r> Run<'r> {
     }
 
     /// Run `n` on `v`, pushing each output (or error) to `k` until it says stop.
+    ///
+    /// One arm per node kind of the subset: this is the interpreter's dispatch, kept in one
+    /// match so that each arm's budget and borrowing rules are read side by side.
     pub(crate) fn run<'a>(
         &self,
         n: &Node,

@@ -66,6 +66,9 @@ pub(crate) fn is_checked(l: &Term<&str>, op: Math, r: &Term<&str>) -> bool {
 
 impl Rewrite {
     /// Rewrite a term (and everything inside it).
+    ///
+    /// One arm per kind of jq term (a tree walk over jaq's syntax): the arms are small and
+    /// belong together, as in any interpreter of the syntax.
     pub(crate) fn term<'s>(self, t: Term<&'s str>) -> Term<&'s str> {
         let b = |t: Box<Term<&'s str>>| Box::new(self.term(*t));
         match t {

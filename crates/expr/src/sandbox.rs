@@ -195,6 +195,9 @@ pub(crate) fn checked_add(l: Val, r: Val, budget: &Budget) -> jaq_json::ValR {
 
 /// Natives that replace or extend the standard ones: `__tick`, a budgeted `range/3`, checked
 /// `*`, `+` and conversions to strings.
+///
+/// A registration table: one `(name, arity, body)` entry per native, each short; they stay in
+/// one function so that the whole set the sandbox adds is read in one place.
 pub(crate) fn natives() -> impl Iterator<Item = Fun<Sandbox>> {
     let mul: Fun<Sandbox> = (
         "__mulv",

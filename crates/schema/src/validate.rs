@@ -131,6 +131,18 @@ impl Finding {
 /// ```
 pub fn validate(k: &Karta) -> Vec<Finding> {
     let mut out = Vec::new();
+    validate_root(k, &mut out);
+    let names = validate_names(k, &mut out);
+    validate_owners(k, &names, &mut out);
+    validate_siblings(k, &mut out);
+    validate_gangs(k, &names, &mut out);
+    validate_references(k, &mut out);
+    validate_short_names(k, &mut out);
+    out
+}
+
+/// The root names a full kind (a group unless it is Pod), has no owner and reads the status.
+fn validate_root(k: &Karta, out: &mut Vec<Finding>) {
     let root = k.root();
     let rn = Some(root.name.as_str());
     match &root.kind {
@@ -183,6 +195,10 @@ pub fn validate(k: &Karta) -> Vec<Finding> {
             "add statusDefinition with statusMappings",
         ));
     }
+}
+
+/// Every component has a name of its own; each is checked on its own too. Returns the names.
+fn validate_names<'a>(k: &'a Karta, out: &mut Vec<Finding>) -> BTreeSet<&'a str> {
     let mut names = BTreeSet::new();
     for c in k.components() {
         let cn = Some(c.name.as_str());
@@ -203,8 +219,13 @@ pub fn validate(k: &Karta) -> Vec<Finding> {
                 "rename one of the components",
             ));
         }
-        validate_component(c, &mut out);
+        validate_component(c, out);
     }
+    names
+}
+
+/// Every child names an existing parent, with no cycle; only the root reads status.
+fn validate_owners(k: &Karta, names: &BTreeSet<&str>, out: &mut Vec<Finding>) {
     let parents: BTreeMap<&str, Option<&str>> = k
         .components()
         .map(|c| (c.name.as_str(), c.owner_ref.as_deref()))
@@ -259,11 +280,6 @@ pub fn validate(k: &Karta) -> Vec<Finding> {
             ));
         }
     }
-    validate_siblings(k, &mut out);
-    validate_gangs(k, &names, &mut out);
-    validate_references(k, &mut out);
-    validate_short_names(k, &mut out);
-    out
 }
 
 /// Reference names are jq variable names, each declared once.
@@ -316,6 +332,15 @@ fn validate_short_names(k: &Karta, out: &mut Vec<Finding>) {
 }
 
 fn validate_component(c: &ComponentDefinition, out: &mut Vec<Finding>) {
+    validate_spec_shape(c, out);
+    validate_instances(c, out);
+    validate_type_selector(c, out);
+    validate_suspend(c, out);
+    validate_status(c, out);
+}
+
+/// One spec shape, and metadataPath only beside podSpecPath.
+fn validate_spec_shape(c: &ComponentDefinition, out: &mut Vec<Finding>) {
     let cn = Some(c.name.as_str());
     if let Some(s) = &c.spec_definition {
         if s.shape_count() > 1 {
@@ -340,6 +365,11 @@ fn validate_component(c: &ComponentDefinition, out: &mut Vec<Finding>) {
             ));
         }
     }
+}
+
+/// instanceIdPath and componentInstanceSelector come together.
+fn validate_instances(c: &ComponentDefinition, out: &mut Vec<Finding>) {
+    let cn = Some(c.name.as_str());
     let has_ids = c.instance_id_path.is_some();
     let has_sel = c
         .pod_selector
@@ -364,6 +394,11 @@ fn validate_component(c: &ComponentDefinition, out: &mut Vec<Finding>) {
             "add instanceIdPath yielding one id per instance",
         ));
     }
+}
+
+/// A componentTypeSelector says what to compare.
+fn validate_type_selector(c: &ComponentDefinition, out: &mut Vec<Finding>) {
+    let cn = Some(c.name.as_str());
     if let Some(t) = c
         .pod_selector
         .as_ref()
@@ -388,6 +423,11 @@ fn validate_component(c: &ComponentDefinition, out: &mut Vec<Finding>) {
             ));
         }
     }
+}
+
+/// Action values are JSON, and suspend comes with resume.
+fn validate_suspend(c: &ComponentDefinition, out: &mut Vec<Finding>) {
+    let cn = Some(c.name.as_str());
     if let Some(sd) = &c.suspend_definition {
         for a in sd.suspend_actions.iter().chain(&sd.resume_actions) {
             if serde_json::from_str::<serde_json::Value>(&a.value).is_err() {
@@ -404,6 +444,12 @@ fn validate_component(c: &ComponentDefinition, out: &mut Vec<Finding>) {
             ));
         }
     }
+}
+
+/// Status keys of the format (older ones warned about), matchers that can match, and the
+/// phase or conditions definition each matcher needs.
+fn validate_status(c: &ComponentDefinition, out: &mut Vec<Finding>) {
+    let cn = Some(c.name.as_str());
     if let Some(st) = &c.status_definition {
         let m = &st.status_mappings;
         for (key, list) in [("pending", &m.pending), ("progressing", &m.progressing)] {
