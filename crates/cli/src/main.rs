@@ -48,88 +48,122 @@ fn run(cli: Cli) -> Result<(), Failure> {
         Command::Controller(a) => return commands::controller::run(&cli.global, a),
         _ => {}
     }
-    let g = cli.global.clone();
-    let needs_objects = !matches!(
-        cli.command,
-        Command::Definitions(_) | Command::Conformance(_) | Command::Check(_)
-    ) && !matches!(&cli.command, Command::Scaffold(a) if !a.from_objects || a.crd.is_some())
-        && !matches!(&cli.command, Command::Describe(a) if a.file.is_some())
-        && !matches!(&cli.command, Command::Gang(a) if a.file.is_some())
-        && !matches!(&cli.command, Command::Set(a) if a.file.is_some());
-    let mut g = g;
+    let mut g = cli.global.clone();
     if matches!(cli.command, Command::Serve(_)) && g.namespace.is_none() {
         // The platform view is of the whole cluster unless a namespace is named.
         g.all_namespaces = true;
     }
-    let ctx = if g.demo
-        || !g.snapshot.is_empty()
-        || !(needs_objects
-            || matches!(cli.command, Command::Definitions(_))
-            || matches!(&cli.command, Command::Check(a) if a.crd.is_empty())
-            || matches!(&cli.command, Command::Scaffold(a) if a.crd.is_some() || a.from_objects))
-    {
-        let set = if g.demo {
-            source::ObjectSet::demo()?
-        } else if !g.snapshot.is_empty() {
-            source::ObjectSet::from_snapshots(&g.snapshot)?
-        } else {
-            source::ObjectSet::default()
-        };
-        let reg = defs::registry(&g.definitions, vec![])?;
-        Context {
-            global: g,
-            index: Index::new(reg, set.objects),
-            offline: true,
-            cluster: None,
+    let ctx = match source_of(&cli.command, &g) {
+        Source::Offline => offline(g)?,
+        Source::Catalog => {
+            let reg = defs::registry(&g.definitions, vec![])?;
+            Context {
+                global: g,
+                index: Index::new(reg, []),
+                offline: true,
+                cluster: None,
+            }
         }
-    } else if matches!(cli.command, Command::Definitions(_) | Command::Check(_))
+        Source::Cluster => connected(&cli.command, g)?,
+    };
+    dispatch(&cli.command, ctx)
+}
+
+/// Where a command's objects come from.
+enum Source {
+    /// The demo, snapshot files, or nothing (the command needs no objects).
+    Offline,
+    /// No cluster configured at all: the catalog (and files) is the whole answer.
+    Catalog,
+    /// The cluster of the kubeconfig.
+    Cluster,
+}
+
+/// Whether a command reads workload objects (a manifest given with `-f` is read by the command).
+fn needs_objects(command: &Command) -> bool {
+    !matches!(
+        command,
+        Command::Definitions(_) | Command::Conformance(_) | Command::Check(_)
+    ) && !matches!(command, Command::Scaffold(a) if !a.from_objects || a.crd.is_some())
+        && !matches!(command, Command::Describe(a) if a.file.is_some())
+        && !matches!(command, Command::Gang(a) if a.file.is_some())
+        && !matches!(command, Command::Set(a) if a.file.is_some())
+}
+
+fn source_of(command: &Command, g: &args::Global) -> Source {
+    let wants_cluster = needs_objects(command)
+        || matches!(command, Command::Definitions(_))
+        || matches!(command, Command::Check(a) if a.crd.is_empty())
+        || matches!(command, Command::Scaffold(a) if a.crd.is_some() || a.from_objects);
+    if g.demo || !g.snapshot.is_empty() || !wants_cluster {
+        Source::Offline
+    } else if matches!(command, Command::Definitions(_) | Command::Check(_))
         && g.kubeconfig.is_none()
         && std::env::var_os("KUBECONFIG").is_none()
         && !default_kubeconfig_exists()
     {
-        // No cluster configured at all: the catalog (and files) is the whole answer.
-        let reg = defs::registry(&g.definitions, vec![])?;
-        Context {
-            global: g,
-            index: Index::new(reg, []),
-            offline: true,
-            cluster: None,
-        }
+        Source::Catalog
     } else {
-        let conn = cluster::Connection::new(&g)?;
-        if g.namespace.is_none() {
-            g.namespace = Some(conn.cluster.default_namespace().to_string());
-        }
-        let reg = defs::registry(&g.definitions, conn.kartas()?)?;
-        let ns = if g.all_namespaces {
-            None
-        } else {
-            g.namespace.clone()
-        };
-        // A watch lists through its watches.
-        let watch = matches!(&cli.command, Command::Get(a) if a.watch)
-            || matches!(&cli.command, Command::Describe(a) if a.watch)
-            || matches!(&cli.command, Command::Serve(_));
-        let set = if needs_objects && !watch {
-            conn.objects_for(&cli.command, ns.as_deref(), &reg)?
-        } else {
-            source::ObjectSet::default()
-        };
-        if g.verbose {
-            eprintln!(
-                "wlmap: {} API request(s) to {}",
-                conn.cluster.requests(),
-                conn.cluster.server()
-            );
-        }
-        Context {
-            global: g,
-            index: Index::new(reg, set.objects),
-            offline: false,
-            cluster: Some(conn),
-        }
+        Source::Cluster
+    }
+}
+
+/// The demo, the snapshot files, or no objects; the catalog and `--definitions` files.
+fn offline(g: args::Global) -> Result<Context, Failure> {
+    let set = if g.demo {
+        source::ObjectSet::demo()?
+    } else if !g.snapshot.is_empty() {
+        source::ObjectSet::from_snapshots(&g.snapshot)?
+    } else {
+        source::ObjectSet::default()
     };
-    match &cli.command {
+    let reg = defs::registry(&g.definitions, vec![])?;
+    Ok(Context {
+        global: g,
+        index: Index::new(reg, set.objects),
+        offline: true,
+        cluster: None,
+    })
+}
+
+/// The cluster's definitions and, unless the command watches (it lists through its watches),
+/// the objects it needs.
+fn connected(command: &Command, mut g: args::Global) -> Result<Context, Failure> {
+    let conn = cluster::Connection::new(&g)?;
+    if g.namespace.is_none() {
+        g.namespace = Some(conn.cluster.default_namespace().to_string());
+    }
+    let reg = defs::registry(&g.definitions, conn.kartas()?)?;
+    let ns = if g.all_namespaces {
+        None
+    } else {
+        g.namespace.clone()
+    };
+    let watch = matches!(command, Command::Get(a) if a.watch)
+        || matches!(command, Command::Describe(a) if a.watch)
+        || matches!(command, Command::Serve(_));
+    let set = if needs_objects(command) && !watch {
+        conn.objects_for(command, ns.as_deref(), &reg)?
+    } else {
+        source::ObjectSet::default()
+    };
+    if g.verbose {
+        eprintln!(
+            "wlmap: {} API request(s) to {}",
+            conn.cluster.requests(),
+            conn.cluster.server()
+        );
+    }
+    Ok(Context {
+        global: g,
+        index: Index::new(reg, set.objects),
+        offline: false,
+        cluster: Some(conn),
+    })
+}
+
+fn dispatch(command: &Command, ctx: Context) -> Result<(), Failure> {
+    match command {
         Command::Get(a) => commands::get::run(&ctx, a),
         Command::Describe(a) => commands::describe::run(&ctx, a),
         Command::Definitions(a) => commands::definitions::run(&ctx, a),
