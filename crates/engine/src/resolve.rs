@@ -176,7 +176,7 @@ pub struct Node {
     pub pods: Vec<PodInfo>,
     /// Index of the component in the definition (root = 0).
     #[serde(skip)]
-    pub component_index: usize,
+    pub(crate) component_index: usize,
     /// Why this component could not be read from the object (one of its paths failed):
     /// the node stands for it, empty, and the rest of the tree is still shown.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -247,7 +247,7 @@ impl Node {
 /// let pod = wlmap_engine::Object::new(serde_json::json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "ml"}, "spec": {}}));
 /// let w = wlmap_engine::resolve(&def, &pod).unwrap();
 /// assert_eq!((w.definition.as_str(), w.kind.as_str(), w.namespace.as_str()), ("core-pod-v1", "Pod", "ml"));
-/// assert!(!w.pods_observed); // no pods attributed yet
+/// assert!(!w.pods_observed()); // no pods attributed yet
 /// ```
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -268,11 +268,34 @@ pub struct Workload {
     pub root: Node,
     /// Pods whose owner chain reaches the workload but that no component claims.
     pub unattributed: Vec<PodInfo>,
-    /// True once pods were attributed (observed counts are meaningful).
-    pub pods_observed: bool,
+    /// True once pods were attributed (observed counts are meaningful): see
+    /// [`Workload::pods_observed`].
+    pub(crate) pods_observed: bool,
 }
 
 impl Workload {
+    /// Whether pods were attributed, so that observed and ready counts mean something (a
+    /// workload read from its spec alone has none).
+    pub fn pods_observed(&self) -> bool {
+        self.pods_observed
+    }
+
+    /// Read as the spec alone: the pods attributed are kept, but the counts of observed and
+    /// ready pods are not to be shown (a manifest given without its pods).
+    ///
+    /// ```
+    /// # let def = wlmap_engine::Definition::compile(wlmap_schema::Karta::example(), wlmap_engine::Origin::Catalog).unwrap();
+    /// # let pod = wlmap_engine::Object::new(serde_json::json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "ml"}, "spec": {}}));
+    /// let mut w = wlmap_engine::resolve(&def, &pod).unwrap();
+    /// wlmap_engine::attribute(&def, &mut w, &pod, &[pod.clone()]).unwrap();
+    /// assert!(w.pods_observed());
+    /// w.spec_only();
+    /// assert!(!w.pods_observed());
+    /// ```
+    pub fn spec_only(&mut self) {
+        self.pods_observed = false;
+    }
+
     /// The components that could not be read from the object, each with its error: a partial
     /// answer (the status and the other components are still given).
     ///

@@ -197,8 +197,8 @@ pub fn status(w: &Workload) -> StatusView {
 pub fn pods(w: &Workload) -> PodsView {
     PodsView {
         desired: w.root.desired_pods,
-        observed: w.pods_observed.then(|| w.observed_pods()),
-        ready: w.pods_observed.then(|| w.ready_pods()),
+        observed: w.pods_observed().then(|| w.observed_pods()),
+        ready: w.pods_observed().then(|| w.ready_pods()),
     }
 }
 
@@ -273,7 +273,7 @@ pub fn describe(d: &Definition, w: &Workload, explain: bool) -> DescribeView {
             extended: r.extended(),
         },
         pods: pods(w),
-        components: vec![node(&w.root, w.pods_observed, &gpu)],
+        components: vec![node(&w.root, w.pods_observed(), &gpu)],
         unattributed_pods: w.unattributed.iter().map(|p| p.name.clone()).collect(),
         explain: explain.then(|| w.status.trace.clone()),
     }

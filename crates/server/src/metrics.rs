@@ -227,7 +227,7 @@ const FAMILIES: &[Family] = &[
         help: "Pods of the workload that exist.",
         samples: |f, out| {
             f.gauge(out, "wlmap_workload_pods_observed", |w| {
-                w.pods_observed.then(|| w.observed_pods())
+                w.pods_observed().then(|| w.observed_pods())
             })
         },
     },
@@ -236,7 +236,7 @@ const FAMILIES: &[Family] = &[
         help: "Pods of the workload that are ready.",
         samples: |f, out| {
             f.gauge(out, "wlmap_workload_pods_ready", |w| {
-                w.pods_observed.then(|| w.ready_pods())
+                w.pods_observed().then(|| w.ready_pods())
             })
         },
     },

@@ -121,7 +121,7 @@ pub fn run(ctx: &Context, a: &DescribeArgs) -> Result {
             .iter()
             .any(|o| o.is_pod() && o.uid() != obj.uid())
     {
-        w.pods_observed = false;
+        w.spec_only();
     }
     match ctx.output() {
         Output::Json | Output::Yaml => {
@@ -223,16 +223,16 @@ pub fn text(
         reason,
         all.join(",")
     ));
-    if !w.pods_observed {
+    if !w.pods_observed() {
         s.push_str("(file mode: spec only, no live pods)\n");
     }
     s.push('\n');
     let mut rows: Vec<(String, String)> = Vec::new();
     rows.push((
         w.root.segment(),
-        node_summary(&w.root, w.pods_observed, &gpu),
+        node_summary(&w.root, w.pods_observed(), &gpu),
     ));
-    tree(&w.root, "", w.pods_observed, &gpu, &mut rows);
+    tree(&w.root, "", w.pods_observed(), &gpu, &mut rows);
     let width = rows
         .iter()
         .map(|(a, _)| a.chars().count())
@@ -259,7 +259,7 @@ pub fn text(
     let r = &w.root.resources;
     s.push_str("\nTotals (desired, from the spec):\n");
     s.push_str(&format!("  pods: {}", w.root.desired_pods));
-    if w.pods_observed {
+    if w.pods_observed() {
         s.push_str(&format!(
             "   observed: {}   ready: {}",
             w.observed_pods(),
