@@ -173,7 +173,7 @@ fn render() -> String {
 fn updates(kartas: &[(&str, wlmap_schema::Karta)]) -> String {
     let reg = wlmap_catalog::registry().expect("catalog");
     let mut s = String::from(
-        "\n## Updates (`wlmap set`)\n\nThe scheduler name `kai-scheduler` and the label `team=ml`, set through each definition on the\nroot object of its fixture's `running` state (else its first state). A definition whose paths\nare not writable jq paths (`path(...)` refuses `to_entries`, objects built from fields, a\ntemplate made up when the field is absent) refuses the update and writes nothing; a path\nwritten `X // empty` names no place where X is absent, so nothing is written there.\n\n| Definition | State | Result |\n| --- | --- | --- |\n",
+        "\n## Updates (`wlmap set`)\n\nThe scheduler name `kai-scheduler` and the label `team=ml`, set through each definition on the\nroot object of its fixture's `running` state (else its first state). Every definition writes\nwhere the kind's controller reads (created when absent), or refuses with the one reason it\ncannot, written in the definition (`error(\"...\")` where its path names no place: a\nTrainJob's templates are its runtime's, a NIMCache has no pod fields); nothing is written then.\nA template made up when its field is absent (RayJob's default submitter) is left alone.\n\n| Definition | State | Result |\n| --- | --- | --- |\n",
     );
     let u = wlmap_engine::PodUpdate {
         scheduler_name: Some("kai-scheduler".into()),
