@@ -162,6 +162,10 @@ fn render() -> String {
         }
     }
     s.push_str(&updates(&kartas));
+    // Written by hand from `scripts/go-catalog-diff.py` (the Go definitions it reads are not in
+    // this repository, so no test can run it).
+    s.push('\n');
+    s.push_str(&std::fs::read_to_string(root.join("GO-DIFFERENCES.md")).unwrap_or_default());
     s
 }
 
