@@ -20,7 +20,6 @@
 use crate::budget::{Budget, budget_value_error};
 use crate::sandbox::{checked_add, checked_mul};
 use jaq_core::ValT as _;
-use jaq_core::load::lex::StrPart;
 use jaq_core::load::parse::{BinaryOp, Pattern, Term};
 use jaq_core::ops::{Cmp, Math};
 use jaq_core::path::{Opt, Part};
@@ -132,17 +131,7 @@ impl<'s> Conv<'_, 's> {
                 Ok(i) => Val::from(i),
                 Err(_) => Val::from_num(n).ok()?,
             }),
-            Term::Str(None, parts) => {
-                let mut s = String::new();
-                for p in parts {
-                    match p {
-                        StrPart::Str(x) => s.push_str(x),
-                        StrPart::Char(c) => s.push(*c),
-                        StrPart::Term(_) => return None,
-                    }
-                }
-                Node::Const(Val::from(s))
-            }
+            Term::Str(None, _) => Node::Const(Val::from(crate::reads::constant(t)?)),
             Term::Arr(None) => Node::Arr(None),
             Term::Arr(Some(f)) => Node::Arr(Some(b(self.term(f)?))),
             Term::Obj(entries) => {

@@ -186,7 +186,7 @@ fn reads(t: &Term<&str>, at_input: bool, out: &mut Vec<Vec<Key>>) {
 }
 
 /// A constant string term (`"spec"`, as `.spec` parses), without interpolation.
-fn constant(t: &Term<&str>) -> Option<String> {
+pub(crate) fn constant(t: &Term<&str>) -> Option<String> {
     let Term::Str(None, parts) = t else {
         return None;
     };
