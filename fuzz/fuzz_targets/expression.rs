@@ -2,7 +2,9 @@
 //! evaluation errors are fine, a panic or an unbounded run is not. Where `evaluate` does not
 //! use jaq (a plain path or the native subset), its answer must be jaq's, on the jaq value and
 //! on the JSON: same outputs in the same order, or the same error message (budget errors
-//! aside: the deadline depends on the machine). Paths read on the JSON must be jaq's.
+//! aside: the deadline depends on the machine). Paths read on the JSON must be jaq's. The
+//! paths the expression reads (`paths_read`, what `wlmap check` follows) are found without a
+//! panic, and an expression that compiles parses for it too.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
 use wlmap_expr::{EvalError, Evaluator, Input, Output};
@@ -13,9 +15,11 @@ fuzz_target!(|data: &[u8]| {
     };
     let input: serde_json::Value = serde_json::from_str(json).unwrap_or(serde_json::Value::Null);
     let vars = ["parentInstance"];
+    let read = wlmap_expr::paths_read(expr);
     let Ok(e) = wlmap_expr::Expr::compile_with_vars(expr, &vars) else {
         return;
     };
+    assert!(read.is_ok(), "{expr:?} compiles but paths_read refuses it: {read:?}");
     let val = wlmap_expr::to_val(&input);
     let vs = [val.clone()];
     let converted = std::sync::OnceLock::new();
