@@ -182,8 +182,21 @@ pub fn text(
     file_mode: bool,
 ) -> String {
     let gpu = GpuPolicy::default();
+    let mut s = header(def, w, obj, file_mode);
+    s.push('\n');
+    s.push_str(&tree_text(w, &gpu));
+    s.push_str(&unattributed_text(w));
+    s.push_str(&totals_text(w, &gpu));
+    if explain {
+        s.push_str(&rules_text(w));
+    }
+    s
+}
+
+/// The workload, its definition and age, then its status (with a `!` when a rule failed) and
+/// every status matched.
+fn header(def: &Definition, w: &Workload, obj: &Object, file_mode: bool) -> String {
     let colour = render::colour_enabled();
-    let mut s = String::new();
     let ns = if w.namespace.is_empty() {
         String::new()
     } else {
@@ -194,7 +207,7 @@ pub fn text(
     } else {
         format!("   age: {}", render::age(obj.creation_timestamp()))
     };
-    s.push_str(&format!(
+    let mut s = format!(
         "{}/{}{}   definition: {} ({}){}\n",
         w.kind,
         w.name,
@@ -202,7 +215,7 @@ pub fn text(
         def.name(),
         def.origin(),
         age
-    ));
+    );
     // An empty reason or message (KubeRay writes `message: ""`) says nothing.
     let said = |s: &Option<String>| s.clone().filter(|s| !s.is_empty());
     let reason = match (said(&w.status.reason), said(&w.status.message)) {
@@ -226,38 +239,50 @@ pub fn text(
     if !w.pods_observed() {
         s.push_str("(file mode: spec only, no live pods)\n");
     }
-    s.push('\n');
+    s
+}
+
+/// The component tree, one aligned line per node and pod.
+fn tree_text(w: &Workload, gpu: &GpuPolicy) -> String {
     let mut rows: Vec<(String, String)> = Vec::new();
     rows.push((
         w.root.segment(),
-        node_summary(&w.root, w.pods_observed(), &gpu),
+        node_summary(&w.root, w.pods_observed(), gpu),
     ));
-    tree(&w.root, "", w.pods_observed(), &gpu, &mut rows);
+    tree(&w.root, "", w.pods_observed(), gpu, &mut rows);
     let width = rows
         .iter()
         .map(|(a, _)| a.chars().count())
         .max()
         .unwrap_or(0);
-    for (a, b) in rows {
+    rows.into_iter()
+        .map(|(a, b)| format!("{a}{}   {b}\n", " ".repeat(width - a.chars().count())))
+        .collect()
+}
+
+/// Pods the workload owns that no component claims (reported, never dropped).
+fn unattributed_text(w: &Workload) -> String {
+    if w.unattributed.is_empty() {
+        return String::new();
+    }
+    let mut s =
+        String::from("\nUnattributed pods (owned by the workload, claimed by no component):\n");
+    for p in &w.unattributed {
         s.push_str(&format!(
-            "{a}{}   {b}\n",
-            " ".repeat(width - a.chars().count())
+            "  {}   {}   gpu: {}   {}\n",
+            p.name,
+            p.phase,
+            render::num(p.gpus),
+            p.node.as_deref().unwrap_or("<none>")
         ));
     }
-    if !w.unattributed.is_empty() {
-        s.push_str("\nUnattributed pods (owned by the workload, claimed by no component):\n");
-        for p in &w.unattributed {
-            s.push_str(&format!(
-                "  {}   {}   gpu: {}   {}\n",
-                p.name,
-                p.phase,
-                render::num(p.gpus),
-                p.node.as_deref().unwrap_or("<none>")
-            ));
-        }
-    }
+    s
+}
+
+/// Desired pods and resources from the spec, with the observed and ready pods when known.
+fn totals_text(w: &Workload, gpu: &GpuPolicy) -> String {
     let r = &w.root.resources;
-    s.push_str("\nTotals (desired, from the spec):\n");
+    let mut s = String::from("\nTotals (desired, from the spec):\n");
     s.push_str(&format!("  pods: {}", w.root.desired_pods));
     if w.pods_observed() {
         s.push_str(&format!(
@@ -268,7 +293,7 @@ pub fn text(
     }
     s.push_str(&format!(
         "\n  GPUs: {}   CPU: {}   memory: {}\n",
-        render::num(r.gpus(&gpu)),
+        render::num(r.gpus(gpu)),
         render::cpu(r.cpu_millis()),
         render::bytes(r.memory_bytes())
     ));
@@ -281,22 +306,25 @@ pub fn text(
     if !ext.is_empty() {
         s.push_str(&format!("  other: {}\n", ext.join(", ")));
     }
-    if explain {
-        s.push_str("\nStatus rules:\n");
-        for t in &w.status.trace {
-            s.push_str(&format!(
-                "  {} #{} -> {}\n",
-                t.status,
-                t.index,
-                if t.matched { "matched" } else { "no" }
-            ));
-            for p in &t.parts {
-                s.push_str(&format!("      {p}\n"));
-            }
+    s
+}
+
+/// `--explain`: every status rule, whether it matched, and why.
+fn rules_text(w: &Workload) -> String {
+    let mut s = String::from("\nStatus rules:\n");
+    for t in &w.status.trace {
+        s.push_str(&format!(
+            "  {} #{} -> {}\n",
+            t.status,
+            t.index,
+            if t.matched { "matched" } else { "no" }
+        ));
+        for p in &t.parts {
+            s.push_str(&format!("      {p}\n"));
         }
-        if w.status.trace.is_empty() {
-            s.push_str("  (the definition has no status mappings)\n");
-        }
+    }
+    if w.status.trace.is_empty() {
+        s.push_str("  (the definition has no status mappings)\n");
     }
     s
 }
