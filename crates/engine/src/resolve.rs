@@ -609,47 +609,14 @@ fn count(v: &Option<Val>) -> Option<u64> {
 fn build(def: &Definition, ci: usize, root: &Object, vars: &[Val]) -> Result<Vec<Node>> {
     let c = &def.components[ci];
     let name = c.def.name.as_str();
-    let (ids, multi): (Vec<Option<String>>, bool) = match &c.instance_ids {
-        Some(e) => (
-            def.eval_obj(e, root, vars, name, "instanceIdPath")?
-                .iter()
-                .map(|v| Some(to_jq_string(v)))
-                .collect(),
-            true,
-        ),
-        None => (vec![None], false),
-    };
+    let (ids, multi) = instance_ids(def, c, root, vars)?;
     let n = ids.len();
-    let replicas = per_instance(
-        def,
-        c.replicas.as_ref(),
-        root,
-        vars,
-        name,
-        "replicasPath",
-        n,
-        multi,
-    )?;
-    let mins = per_instance(
-        def,
-        c.min_replicas.as_ref(),
-        root,
-        vars,
-        name,
-        "minReplicasPath",
-        n,
-        multi,
-    )?;
-    let maxs = per_instance(
-        def,
-        c.max_replicas.as_ref(),
-        root,
-        vars,
-        name,
-        "maxReplicasPath",
-        n,
-        multi,
-    )?;
+    let field = |e: &Option<wlmap_expr::Expr>, f: &str| {
+        per_instance(def, e.as_ref(), root, vars, name, f, n, multi)
+    };
+    let replicas = field(&c.replicas, "replicasPath")?;
+    let mins = field(&c.min_replicas, "minReplicasPath")?;
+    let maxs = field(&c.max_replicas, "maxReplicasPath")?;
     let mut templates = templates(def, ci, root, vars, n, multi)?;
     let has_spec = c.spec.is_some();
     let mut nodes = Vec::new();
@@ -659,14 +626,7 @@ fn build(def: &Definition, ci: usize, root: &Object, vars: &[Val]) -> Result<Vec
         let replicas_n = count(&replicas[i]).or(min_replicas).unwrap_or(1);
         let mut child_vars = vars.to_vec();
         child_vars[0] = id.clone().map(Val::from).unwrap_or(Val::Null);
-        let mut children = Vec::new();
-        for &k in &c.children {
-            // One component that cannot be read does not hide the others.
-            match build(def, k, root, &child_vars) {
-                Ok(built) => children.extend(built),
-                Err(e) => children.push(unreadable(def, k, e)),
-            }
-        }
+        let children = children_of(def, c, root, &child_vars);
         let template = templates[i].take().map(Arc::new);
         let pod_req = if has_spec {
             template
@@ -720,6 +680,43 @@ fn build(def: &Definition, ci: usize, root: &Object, vars: &[Val]) -> Result<Vec
         }
     }
     Ok(nodes)
+}
+
+/// The instance ids of a component (one instance, `None`, without `instanceIdPath`), and
+/// whether it has them.
+fn instance_ids(
+    def: &Definition,
+    c: &crate::definition::Component,
+    root: &Object,
+    vars: &[Val],
+) -> Result<(Vec<Option<String>>, bool)> {
+    let Some(e) = &c.instance_ids else {
+        return Ok((vec![None], false));
+    };
+    let ids = def
+        .eval_obj(e, root, vars, &c.def.name, "instanceIdPath")?
+        .iter()
+        .map(|v| Some(to_jq_string(v)))
+        .collect();
+    Ok((ids, true))
+}
+
+/// The nodes of a component's children under one instance; a child that cannot be read is an
+/// unreadable node, and does not hide the others.
+fn children_of(
+    def: &Definition,
+    c: &crate::definition::Component,
+    root: &Object,
+    vars: &[Val],
+) -> Vec<Node> {
+    let mut children = Vec::new();
+    for &k in &c.children {
+        match build(def, k, root, vars) {
+            Ok(built) => children.extend(built),
+            Err(e) => children.push(unreadable(def, k, e)),
+        }
+    }
+    children
 }
 
 /// The node of a component whose paths could not be evaluated: no replicas, no pods, the
