@@ -311,7 +311,7 @@ fn a_renamed_status_field_is_reported_where_the_definition_reads_it() {
     assert!(
         found
             .iter()
-            .any(|f| f.field == "statusMappings.degraded: byExpression"),
+            .any(|f| f.field == "statusMappings.running: byExpression"),
         "{found:#?}"
     );
     assert!(found[0].to_string().starts_with("ray-io-raycluster-v1: "));

@@ -124,7 +124,7 @@ fn the_catalog_fits_the_testbeds_crds_and_a_renamed_status_field_is_reported() {
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(
         out.lines().any(|l| l
-            .starts_with("ray-io-raycluster-v1: statusMappings.degraded: byExpression: ")
+            .starts_with("ray-io-raycluster-v1: statusMappings.running: byExpression: ")
             && l.contains(".status.readyWorkerReplicas is not in the schema")),
         "{out}"
     );
