@@ -2,6 +2,7 @@
 //! through the catalog, and the primary status must equal the recorded state.
 
 use serde_json::Value;
+use std::collections::BTreeMap;
 use wlmap_engine::{Object, Registry};
 
 /// The outcome of one recorded STATE event.
@@ -111,4 +112,82 @@ pub fn recordings(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
         }
     }
     out
+}
+
+/// The recorded STATE events of one definition, counted.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Counts {
+    /// Every STATE event.
+    pub events: usize,
+    /// Events whose recorded state is definite.
+    pub definite: usize,
+    /// Definite events the catalog reads the same.
+    pub agree: usize,
+    /// Events recorded as Undefined.
+    pub undefined: usize,
+    /// Each definite event read otherwise: `FILE #INDEX: recorded X, computed Y`.
+    pub disagreements: Vec<String>,
+}
+
+/// Recordings checked against a registry, counted per definition (what `wlmap conformance`
+/// prints and what `CONFORMANCE.tsv` keeps).
+///
+/// ```
+/// let reg = wlmap_catalog::registry().unwrap();
+/// let doc = serde_json::json!({"events": [{"kind": "STATE", "state": "Running", "object": {
+///   "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {},
+///   "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}}}]});
+/// let mut t = wlmap_catalog::conformance::Tally::default();
+/// t.add(&reg, "pod.yaml", &doc);
+/// assert_eq!(t.per_definition["core-pod-v1"].agree, 1);
+/// assert_eq!(t.disagreements(), 0);
+/// ```
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Tally {
+    /// By definition name (or the kind, for a kind with no definition).
+    pub per_definition: BTreeMap<String, Counts>,
+}
+
+impl Tally {
+    /// Check one recording document and count its events.
+    pub fn add(&mut self, reg: &Registry, source: &str, doc: &Value) {
+        for r in check_recording(reg, doc) {
+            let c = self.per_definition.entry(r.definition.clone()).or_default();
+            c.events += 1;
+            if !r.definite() {
+                c.undefined += 1;
+            } else if r.agrees() {
+                c.definite += 1;
+                c.agree += 1;
+            } else {
+                c.definite += 1;
+                c.disagreements.push(format!(
+                    "{source} #{}: recorded {}, computed {}",
+                    r.index, r.recorded, r.computed
+                ));
+            }
+        }
+    }
+
+    /// Every recording file under a directory, read and counted.
+    pub fn of_dir(reg: &Registry, dir: &std::path::Path) -> Result<Tally, String> {
+        let mut t = Tally::default();
+        for p in recordings(dir) {
+            let name = p.display().to_string();
+            let text = std::fs::read_to_string(&p).map_err(|e| format!("{name}: {e}"))?;
+            let doc: Value =
+                serde_saphyr::from_str_with_options(&text, wlmap_schema::yaml_options())
+                    .map_err(|e| format!("{name}: {e}"))?;
+            t.add(reg, &name, &doc);
+        }
+        Ok(t)
+    }
+
+    /// Definite events read otherwise, over every definition.
+    pub fn disagreements(&self) -> usize {
+        self.per_definition
+            .values()
+            .map(|c| c.disagreements.len())
+            .sum()
+    }
 }
