@@ -418,71 +418,83 @@ fn read_component(
                 None => None,
             },
         },
-        SpecShape::Fragmented(f) => {
-            if u.template.is_some() || !u.node_selector.is_empty() || !u.tolerations.is_empty() {
-                return Err(Error::Update { component: name.to_string(), message: "the definition spreads the pod spec over fragments: a whole template, nodeSelector and tolerations have no path".into() });
-            }
-            let mut writes = Vec::new();
-            let mut want = |e: &Option<Expr>,
-                            field: &str,
-                            value: Option<&Value>,
-                            merge: &BTreeMap<String, String>|
-             -> Result<()> {
-                if value.is_none() && merge.is_empty() {
-                    return Ok(());
-                }
-                let Some(e) = e else {
-                    return Err(Error::Update {
-                        component: name.to_string(),
-                        message: format!("the definition has no {field}"),
-                    });
-                };
-                writes.push(FragmentWrite {
-                    field: format!("{field} `{}`", e.text()),
-                    paths: paths_of(e, field)?,
-                    value: value.cloned(),
-                    merge: merge.clone(),
-                });
-                Ok(())
-            };
-            let none = BTreeMap::new();
-            let sched = u.scheduler_name.clone().map(Value::from);
-            let prio = u.priority_class_name.clone().map(Value::from);
-            want(
-                &f.scheduler_name,
-                "schedulerNamePath",
-                sched.as_ref(),
-                &none,
-            )?;
-            want(
-                &f.priority_class_name,
-                "priorityClassNamePath",
-                prio.as_ref(),
-                &none,
-            )?;
-            want(&f.labels, "labelsPath", None, &u.labels)?;
-            want(&f.annotations, "annotationsPath", None, &u.annotations)?;
-            if let Some(a) = &u.affinity {
-                want(
-                    &f.node_affinity,
-                    "nodeAffinityPath",
-                    a.get("nodeAffinity"),
-                    &none,
-                )?;
-                want(
-                    &f.pod_affinity,
-                    "podAffinityPath",
-                    a.get("podAffinity"),
-                    &none,
-                )?;
-            }
-            if let Some((_, res)) = &u.resources {
-                want(&f.resources, "resourcesPath", Some(res), &none)?;
-            }
-            Paths::Fragments(writes)
-        }
+        SpecShape::Fragmented(f) => Paths::Fragments(fragment_writes(f, u, name, &paths_of)?),
     };
     Ok(Plan { ids, paths })
+}
+
+/// The places an expression names in the document (each a list of keys and indices).
+type PathsOf<'a> = dyn Fn(&Expr, &str) -> Result<Vec<Vec<Value>>> + 'a;
+
+/// The writes an update makes through a fragmented definition: one per field asked, at the
+/// places its fragment path names; a field asked for that has no path refuses the update.
+fn fragment_writes(
+    f: &crate::definition::Fragments,
+    u: &PodUpdate,
+    name: &str,
+    paths_of: &PathsOf,
+) -> Result<Vec<FragmentWrite>> {
+    if u.template.is_some() || !u.node_selector.is_empty() || !u.tolerations.is_empty() {
+        return Err(Error::Update { component: name.to_string(), message: "the definition spreads the pod spec over fragments: a whole template, nodeSelector and tolerations have no path".into() });
+    }
+    let mut writes = Vec::new();
+    let mut want = |e: &Option<Expr>,
+                    field: &str,
+                    value: Option<&Value>,
+                    merge: &BTreeMap<String, String>|
+     -> Result<()> {
+        if value.is_none() && merge.is_empty() {
+            return Ok(());
+        }
+        let Some(e) = e else {
+            return Err(Error::Update {
+                component: name.to_string(),
+                message: format!("the definition has no {field}"),
+            });
+        };
+        writes.push(FragmentWrite {
+            field: format!("{field} `{}`", e.text()),
+            paths: paths_of(e, field)?,
+            value: value.cloned(),
+            merge: merge.clone(),
+        });
+        Ok(())
+    };
+    let none = BTreeMap::new();
+    let sched = u.scheduler_name.clone().map(Value::from);
+    let prio = u.priority_class_name.clone().map(Value::from);
+    want(
+        &f.scheduler_name,
+        "schedulerNamePath",
+        sched.as_ref(),
+        &none,
+    )?;
+    want(
+        &f.priority_class_name,
+        "priorityClassNamePath",
+        prio.as_ref(),
+        &none,
+    )?;
+    want(&f.labels, "labelsPath", None, &u.labels)?;
+    want(&f.annotations, "annotationsPath", None, &u.annotations)?;
+    if let Some(a) = &u.affinity {
+        want(
+            &f.node_affinity,
+            "nodeAffinityPath",
+            a.get("nodeAffinity"),
+            &none,
+        )?;
+        want(
+            &f.pod_affinity,
+            "podAffinityPath",
+            a.get("podAffinity"),
+            &none,
+        )?;
+    }
+    if let Some((_, res)) = &u.resources {
+        want(&f.resources, "resourcesPath", Some(res), &none)?;
+    }
+    Ok(writes)
 }
 
 fn vars(def: &Definition) -> Vec<wlmap_expr::Val> {
