@@ -21,26 +21,23 @@ fn definitions() {
         })
         .unwrap_or_default();
     files.sort();
-    let mut out = String::from(
-        "/// Embedded definition files: (file name, text).\npub static FILES: &[(&str, &str)] = &[\n",
+    let entries = files
+        .into_iter()
+        .map(|f| {
+            let name = f
+                .file_name()
+                .and_then(|n| n.to_str())
+                .unwrap_or_default()
+                .to_string();
+            (name, f)
+        })
+        .collect();
+    embed(
+        "FILES",
+        "Embedded definition files: (file name, text).",
+        entries,
+        "definitions.rs",
     );
-    for f in files {
-        println!("cargo:rerun-if-changed={}", f.display());
-        let name = f
-            .file_name()
-            .and_then(|n| n.to_str())
-            .unwrap_or_default()
-            .to_string();
-        let _ = writeln!(
-            out,
-            "    ({name:?}, include_str!({:?})),",
-            f.display().to_string()
-        );
-    }
-    out.push_str("];\n");
-    let dest = std::path::Path::new(&std::env::var("OUT_DIR").expect("OUT_DIR is set by cargo"))
-        .join("definitions.rs");
-    std::fs::write(dest, out).expect("write generated file");
 }
 
 fn demo() {
@@ -48,24 +45,37 @@ fn demo() {
     let list = manifest.join("demo.txt");
     println!("cargo:rerun-if-changed={}", list.display());
     let text = std::fs::read_to_string(&list).unwrap_or_default();
-    let mut out = String::from(
-        "/// The demo cluster's documents: (fixture, YAML text).\npub static DEMO: &[(&str, &str)] = &[\n",
-    );
-    for line in text
+    let entries = text
         .lines()
         .map(str::trim)
         .filter(|l| !l.is_empty() && !l.starts_with('#'))
-    {
-        let path = manifest.join("fixtures").join(line).join("objects.yaml");
+        .map(|line| {
+            let path = manifest.join("fixtures").join(line).join("objects.yaml");
+            (line.to_string(), path)
+        })
+        .collect();
+    embed(
+        "DEMO",
+        "The demo cluster's documents: (fixture, YAML text).",
+        entries,
+        "demo.rs",
+    );
+}
+
+/// Write `OUT_DIR/file`: a static `name` of (label, `include_str!` of each path), so cargo
+/// rebuilds when one of them changes.
+fn embed(name: &str, doc: &str, entries: Vec<(String, std::path::PathBuf)>, file: &str) {
+    let mut out = format!("/// {doc}\npub static {name}: &[(&str, &str)] = &[\n");
+    for (label, path) in entries {
         println!("cargo:rerun-if-changed={}", path.display());
         let _ = writeln!(
             out,
-            "    ({line:?}, include_str!({:?})),",
+            "    ({label:?}, include_str!({:?})),",
             path.display().to_string()
         );
     }
     out.push_str("];\n");
     let dest = std::path::Path::new(&std::env::var("OUT_DIR").expect("OUT_DIR is set by cargo"))
-        .join("demo.rs");
+        .join(file);
     std::fs::write(dest, out).expect("write generated file");
 }
