@@ -2,7 +2,9 @@
 // front of the testbed's kube-apiserver that injects the faults a real cluster produces —
 // throttling (429), an expired continue token (410), slow answers, a dropped connection, and a
 // 502 while the apiserver behind it is restarting (what a load balancer answers). Faults are
-// armed over a control endpoint; every request is logged so tests can count retries.
+// armed over a control endpoint; every request is logged so tests can count retries. A request
+// can be held until the test releases it, so a test can act at a known point of a listing
+// (between two pages) without guessing how long that point lasts.
 //
 //	faultproxy -upstream https://127.0.0.1:6443 -ca ca.crt -cert admin.crt -key admin.key \
 //	           -serve-cert apiserver.crt -serve-key apiserver.key
@@ -10,8 +12,9 @@
 // prints "https://127.0.0.1:PORT" on its first stdout line. Control (same port, no auth; the
 // proxy listens on loopback only):
 //
-//	GET /__fault?kind=429|503|410|delay|drop&count=N[&on=continue][&ms=M]   (N<0: always)
-//	GET /__reset            clear faults and the log
+//	GET /__fault?kind=429|503|410|delay|drop|hold&count=N[&on=continue][&method=M][&ms=MS]   (N<0: always)
+//	GET /__release          let every held request go on (to the apiserver as it is then)
+//	GET /__reset            clear faults and the log (and release what is held)
 //	GET /__log              one line per proxied request: "METHOD PATH?QUERY -> STATUS"
 //
 // (GET, so that `kubectl get --raw` drives it.)
@@ -35,9 +38,10 @@ import (
 )
 
 type fault struct {
-	kind       string // 429, 503, 410, delay, drop
+	kind       string // 429, 503, 410, delay, drop, hold
 	left       int    // requests still to hit; <0 = every request
 	onContinue bool   // only LIST requests that carry a continue token
+	method     string // only requests of this method (empty: any)
 	delay      time.Duration
 }
 
@@ -45,6 +49,25 @@ type state struct {
 	mu     sync.Mutex
 	faults []*fault
 	log    []string
+	// release is closed to let the requests held so far go on; a new one replaces it.
+	release chan struct{}
+}
+
+// hold logs the request as held, then waits until the test releases it.
+func (s *state) hold(line string) {
+	s.mu.Lock()
+	s.log = append(s.log, line+" -> held")
+	wait := s.release
+	s.mu.Unlock()
+	<-wait
+}
+
+// releaseAll lets every held request go on.
+func (s *state) releaseAll() {
+	s.mu.Lock()
+	close(s.release)
+	s.release = make(chan struct{})
+	s.mu.Unlock()
 }
 
 // take returns the fault this request triggers, if any, and spends one of its uses.
@@ -56,6 +79,9 @@ func (s *state) take(r *http.Request) *fault {
 			continue
 		}
 		if f.onContinue && r.URL.Query().Get("continue") == "" {
+			continue
+		}
+		if f.method != "" && f.method != r.Method {
 			continue
 		}
 		if f.left > 0 {
@@ -128,7 +154,7 @@ func main() {
 		status(w, http.StatusBadGateway, "ServiceUnavailable", "upstream unavailable: "+err.Error())
 	}
 
-	st := &state{}
+	st := &state{release: make(chan struct{})}
 	mux := http.NewServeMux()
 	control := func(path string, h http.HandlerFunc) { mux.HandleFunc(path, h) }
 	control("/__fault", func(w http.ResponseWriter, r *http.Request) {
@@ -139,13 +165,18 @@ func main() {
 			return
 		}
 		ms, _ := strconv.Atoi(q.Get("ms"))
-		f := &fault{kind: q.Get("kind"), left: count, onContinue: q.Get("on") == "continue", delay: time.Duration(ms) * time.Millisecond}
+		f := &fault{kind: q.Get("kind"), left: count, onContinue: q.Get("on") == "continue", method: q.Get("method"), delay: time.Duration(ms) * time.Millisecond}
 		st.mu.Lock()
 		st.faults = append(st.faults, f)
 		st.mu.Unlock()
 		fmt.Fprintln(w, "armed")
 	})
+	control("/__release", func(w http.ResponseWriter, r *http.Request) {
+		st.releaseAll()
+		fmt.Fprintln(w, "released")
+	})
 	control("/__reset", func(w http.ResponseWriter, r *http.Request) {
+		st.releaseAll()
 		st.mu.Lock()
 		st.faults, st.log = nil, nil
 		st.mu.Unlock()
@@ -184,6 +215,8 @@ func main() {
 				panic(http.ErrAbortHandler)
 			case "delay":
 				time.Sleep(f.delay)
+			case "hold":
+				st.hold(line)
 			}
 		}
 		// The proxy authenticates upstream with its own client certificate; the caller's

@@ -156,12 +156,26 @@ impl Testbed {
 
     /// Restart the API server (same flags, same etcd) and wait until it answers again.
     pub fn restart_api_server(&self) {
-        let restart = std::env::var("WLMAP_TESTBED_RESTART_APISERVER").expect("restart script");
+        self.api_server("1");
+    }
+
+    /// Stop the API server (etcd keeps the state); [`Testbed::start_api_server`] brings it back.
+    pub fn stop_api_server(&self) {
+        self.api_server("--stop");
+    }
+
+    /// Start the API server stopped by [`Testbed::stop_api_server`] and wait until it is ready.
+    pub fn start_api_server(&self) {
+        self.api_server("--start");
+    }
+
+    fn api_server(&self, mode: &str) {
+        let script = std::env::var("WLMAP_TESTBED_RESTART_APISERVER").expect("restart script");
         let dir = std::env::var("WLMAP_TESTBED_DIR").expect("testbed dir");
-        let r = run(&restart, &[&dir, "1"], None);
+        let r = run(&script, &[&dir, mode], None);
         assert!(
             r.status.success(),
-            "restart: {}",
+            "restart-apiserver.sh {mode}: {}",
             String::from_utf8_lossy(&r.stderr)
         );
     }
@@ -456,11 +470,38 @@ impl FaultProxy {
         String::from_utf8_lossy(&o.stdout).into_owned()
     }
 
-    /// Arm a fault: `kind` is `429`, `503`, `410`, `delay` or `drop`; `count` < 0 means every
-    /// request; `on_continue` limits it to LIST pages that carry a continue token.
+    /// Arm a fault: `kind` is `429`, `503`, `410`, `delay`, `drop` or `hold` (the request waits
+    /// for [`FaultProxy::release`]); `count` < 0 means every request; `on_continue` limits it to
+    /// LIST pages that carry a continue token.
     pub fn arm(&self, kind: &str, count: i32, on_continue: bool, ms: u64) {
         let on = if on_continue { "&on=continue" } else { "" };
         self.control(&format!("/__fault?kind={kind}&count={count}&ms={ms}{on}"));
+    }
+
+    /// Arm a fault for the next `count` requests of one HTTP method (`PUT`, `PATCH`, ...).
+    pub fn arm_method(&self, kind: &str, count: i32, method: &str) {
+        self.control(&format!(
+            "/__fault?kind={kind}&count={count}&method={method}"
+        ));
+    }
+
+    /// Let every held request go on, to the API server as it is now.
+    pub fn release(&self) {
+        self.control("/__release");
+    }
+
+    /// Wait until the request log has a line that contains `needle` (bounded: a proxy that
+    /// never sees it fails the test instead of hanging it).
+    pub fn wait_for_log(&self, needle: &str) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while !self.log().iter().any(|l| l.contains(needle)) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the proxy never logged `{needle}`: {:#?}",
+                self.log()
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
     }
 
     /// Clear faults and the request log.

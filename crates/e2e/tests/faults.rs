@@ -129,31 +129,89 @@ fn cluster_faults_are_retried_bounded_and_never_partial() {
     proxy.arm("drop", 1, true, 0);
     assert_eq!(names(&proxy.wlmap(&get)), all);
 
-    // The API server restarted while a listing is between pages: the next page meets a
-    // server that is down (502 from the proxy), then the restarted server, which still
-    // honours the continue token (same etcd). The listing completes.
+    // The API server restarted while a listing is between pages: the proxy holds the request
+    // for the second page; the test stops the server, lets the request go on (it meets a
+    // server that is down: 502 from the proxy), and starts the server again, which still
+    // honours the continue token (same etcd). The listing completes. Each step waits for the
+    // one before it, so no timing decides the outcome.
     proxy.reset();
-    proxy.arm("delay", 1, true, 1_500);
+    proxy.arm("hold", 1, true, 0);
     let child = proxy.spawn_wlmap(&get);
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while !proxy
-        .log()
-        .iter()
-        .any(|l| l.contains("/namespaces/faults/pods?limit=500 -> 200"))
-    {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "first page never came"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    tb.restart_api_server();
+    proxy.wait_for_log("-> held");
+    tb.stop_api_server();
+    proxy.release();
+    proxy.wait_for_log("-> 502");
+    tb.start_api_server();
     let o = child.wait_with_output().expect("wlmap");
     assert_eq!(names(&o), all, "complete after the restart");
     let log = proxy.log();
+    let held = log.iter().position(|l| l.ends_with("-> held"));
+    let down = log.iter().position(|l| l.ends_with("-> 502"));
     assert!(
-        log.iter().any(|l| l.contains("-> 502")),
-        "the server was down for at least one page request: {log:#?}"
+        held.is_some_and(|h| log[h].contains("continue=")) && held < down,
+        "the page after the first was held, then met the server down: {log:#?}"
+    );
+
+    // Two writers, overlapping for certain: `wlmap set` has read the Deployment and its write
+    // is held at the proxy while another client labels the Deployment. The held write carries
+    // the resourceVersion it read, so the API server refuses it (409); wlmap reads the fresh
+    // object and writes again. Both changes are kept.
+    let deploy = serde_json::json!({"apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "serve", "namespace": "faults"},
+        "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "serve"}},
+            "template": {"metadata": {"labels": {"app": "serve"}},
+                "spec": {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]}}}});
+    tb.kubectl(&["create", "-f", "-"], Some(&deploy.to_string()));
+    proxy.reset();
+    proxy.arm_method("hold", 1, "PUT");
+    let set = [
+        "set",
+        "deployment/serve",
+        "-n",
+        "faults",
+        "--scheduler-name",
+        "kai-scheduler",
+    ];
+    let child = proxy.spawn_wlmap(&set);
+    proxy.wait_for_log("-> held");
+    tb.kubectl(
+        &[
+            "label",
+            "deployment/serve",
+            "-n",
+            "faults",
+            "other-writer=yes",
+        ],
+        None,
+    );
+    proxy.release();
+    let o = child.wait_with_output().expect("wlmap");
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("changed while updating; retrying"),
+        "{}",
+        stderr(&o)
+    );
+    let puts: Vec<String> = proxy
+        .log()
+        .into_iter()
+        .filter(|l| l.starts_with("PUT "))
+        .map(|l| l.rsplit(" -> ").next().unwrap_or("").to_string())
+        .collect();
+    assert_eq!(
+        puts,
+        ["held", "409", "200"],
+        "held, refused as stale, written again"
+    );
+    let d: Value = serde_json::from_str(&tb.kubectl(
+        &["get", "deployment/serve", "-n", "faults", "-o", "json"],
+        None,
+    ))
+    .expect("json");
+    assert_eq!(d["metadata"]["labels"]["other-writer"], "yes", "{d}");
+    assert_eq!(
+        d["spec"]["template"]["spec"]["schedulerName"], "kai-scheduler",
+        "{d}"
     );
 
     // Credentials never appear, not even with -v, not even in errors.
