@@ -356,9 +356,8 @@ fn on_workload_event(
     ev: WatchEvent,
     said: &mut std::collections::BTreeSet<String>,
 ) {
-    let object = |v: Value| {
-        let mut v = v;
-        wlmap_inventory::trim(&mut v);
+    let object = |mut v: Value| {
+        shared.read_feed().inventory.index().trim(&mut v);
         Object::new(v)
     };
     let ev = match ev {

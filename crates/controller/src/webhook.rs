@@ -159,6 +159,6 @@ async fn fetch(shared: &Shared, r: &OwnerRef) -> Result<Object, String> {
     let mut v = serde_json::to_value(got).map_err(|e| e.to_string())?;
     v["apiVersion"] = Value::from(kind.resource.api_version.clone());
     v["kind"] = Value::from(kind.resource.kind.clone());
-    wlmap_inventory::trim(&mut v);
+    shared.read_feed().inventory.index().trim(&mut v);
     Ok(Object::new(v))
 }

@@ -126,6 +126,8 @@ pub struct Definition {
     pub(crate) gang_members: Vec<(String, Vec<GangMember>)>,
     pub(crate) references: Vec<CompiledReference>,
     pub(crate) limits: Limits,
+    /// What placing a pod reads of it: see [`Definition::pod_placement_reads`].
+    pub(crate) pod_reads: Option<Vec<Vec<String>>>,
 }
 
 /// Variables every expression may read: `$parentInstance` and the references.
@@ -165,6 +167,50 @@ fn finding(
             near.lines().next().unwrap_or_default()
         ),
     )
+}
+
+/// Every place of a pod that placing it reads: the pod-side selector expressions of every
+/// component (type, instance and replica keys) and the labels its `matchLabels` name. `None`
+/// when an expression may read the pod beyond named places ([`wlmap_expr::footprint`]).
+fn pod_reads(components: &[Component]) -> Option<Vec<Vec<String>>> {
+    let mut out = Vec::new();
+    for c in components {
+        for e in [&c.type_key, &c.instance_key, &c.replica_key]
+            .into_iter()
+            .flatten()
+        {
+            let f = wlmap_expr::footprint(e.text()).ok()?;
+            if f.whole {
+                return None;
+            }
+            for path in f.paths {
+                // Up to the first `[]`: what lies below a place is compared whole.
+                let keys: Vec<String> = path
+                    .into_iter()
+                    .map_while(|k| match k {
+                        wlmap_expr::Key::Field(s) => Some(s),
+                        wlmap_expr::Key::Each => None,
+                    })
+                    .collect();
+                if keys.is_empty() {
+                    return None;
+                }
+                out.push(keys);
+            }
+        }
+        let labels = c
+            .def
+            .pod_selector
+            .as_ref()
+            .and_then(|s| s.component_type_selector.as_ref())
+            .and_then(|t| t.match_labels.as_ref());
+        for k in labels.into_iter().flat_map(|m| m.keys()) {
+            out.push(vec!["metadata".into(), "labels".into(), k.clone()]);
+        }
+    }
+    out.sort();
+    out.dedup();
+    Some(out)
 }
 
 /// Each component's children, from their parents (a component that names itself as its
@@ -495,6 +541,7 @@ impl Definition {
         if findings.iter().any(|f| f.severity == Severity::Error) {
             return (None, findings);
         }
+        let pod_reads = pod_reads(&components);
         let def = Definition {
             karta,
             origin,
@@ -503,6 +550,7 @@ impl Definition {
             gang_members,
             references,
             limits: Limits::default(),
+            pod_reads,
         };
         (Some(def), findings)
     }
@@ -601,6 +649,20 @@ impl Definition {
         out.sort();
         out.dedup();
         out
+    }
+
+    /// The places of a pod that placing it in a workload reads (each a path of keys), or
+    /// `None` when a selector may read more than named places. Two versions of a pod that
+    /// agree at every place, under the same owner, are placed alike: a caller holding an
+    /// attributed workload reads the new version's facts where the pod already is
+    /// ([`crate::Workload::refresh_pod`]) instead of attributing every pod again.
+    ///
+    /// ```
+    /// let def = wlmap_engine::Definition::compile(wlmap_schema::Karta::example(), wlmap_engine::Origin::Catalog).unwrap();
+    /// assert_eq!(def.pod_placement_reads(), Some(&[][..])); // a Pod is its own only pod
+    /// ```
+    pub fn pod_placement_reads(&self) -> Option<&[Vec<String>]> {
+        self.pod_reads.as_deref()
     }
 
     /// Change the evaluation limits (steps, outputs, time) of every expression.

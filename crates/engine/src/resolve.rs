@@ -196,6 +196,14 @@ impl Node {
         Box::new(std::iter::once(self).chain(self.children.iter().flat_map(|c| c.walk())))
     }
 
+    /// A pod of this subtree by name, to change.
+    fn pod_mut(&mut self, name: &str) -> Option<&mut PodInfo> {
+        if let Some(i) = self.pods.iter().position(|p| p.name == name) {
+            return self.pods.get_mut(i);
+        }
+        self.children.iter_mut().find_map(|c| c.pod_mut(name))
+    }
+
     /// Pods in this subtree.
     ///
     /// ```
@@ -274,6 +282,36 @@ pub struct Workload {
 }
 
 impl Workload {
+    /// Read a pod again where it already is: its facts (phase, readiness, node, requests,
+    /// reason) replace those held, its place and replica key stay. For a new version of a pod
+    /// that agrees with the old one at every place placement reads
+    /// ([`crate::Definition::pod_placement_reads`]), under the same owner, this gives what
+    /// attributing every pod again gives. `None` when the workload does not hold the pod;
+    /// else whether what it shows changed.
+    ///
+    /// ```
+    /// # let def = wlmap_engine::Definition::compile(wlmap_schema::Karta::example(), wlmap_engine::Origin::Catalog).unwrap();
+    /// let pod = |phase: &str| wlmap_engine::Object::new(serde_json::json!({"apiVersion": "v1", "kind": "Pod",
+    ///     "metadata": {"name": "p", "uid": "u"}, "spec": {}, "status": {"phase": phase}}));
+    /// let mut w = wlmap_engine::resolve(&def, &pod("Pending")).unwrap();
+    /// wlmap_engine::attribute(&def, &mut w, &pod("Pending"), &[pod("Pending")]).unwrap();
+    /// assert_eq!(w.refresh_pod(&pod("Running")), Some(true));
+    /// assert_eq!(w.root.pods[0].phase, "Running");
+    /// assert_eq!(w.refresh_pod(&pod("Running")), Some(false));
+    /// ```
+    pub fn refresh_pod(&mut self, pod: &Object) -> Option<bool> {
+        let held = self
+            .unattributed
+            .iter_mut()
+            .find(|p| p.name == pod.name())
+            .or_else(|| self.root.pod_mut(pod.name()))?;
+        let mut fresh = PodInfo::from_pod(pod, &GpuPolicy::default());
+        fresh.replica = held.replica.take();
+        let changed = fresh != *held;
+        *held = fresh;
+        Some(changed)
+    }
+
     /// Whether pods were attributed, so that observed and ready counts mean something (a
     /// workload read from its spec alone has none).
     pub fn pods_observed(&self) -> bool {

@@ -50,7 +50,7 @@ pub use error::{CompileError, EvalError, Exhausted, Limits};
 pub use evaluate::{Evaluator, Input, Output};
 pub use jaq_json::Val;
 pub use program::Batch;
-pub use reads::{Key, paths_read};
+pub use reads::{Footprint, Key, footprint, paths_read};
 pub use syntax::MAX_SYNTAX_DEPTH;
 
 use program::{PATHS, Program, analyse, compile_program, not_compiled};

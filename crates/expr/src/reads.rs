@@ -76,16 +76,56 @@ const FIRST_ON_INPUT: &[&str] = &["any", "all", "sub", "gsub"];
 /// assert!(paths_read(".a |").is_err());
 /// ```
 pub fn paths_read(text: &str) -> Result<Vec<Vec<Key>>, CompileError> {
+    Ok(footprint(text)?.paths)
+}
+
+/// Everything of its input an expression may read: the paths it reads ([`paths_read`]), and
+/// whether it may also read the input in a way no path names (`whole`): `.` used as a value,
+/// `..`, a function applied to the input (`keys`, `tojson`, `select(...)`, a definition of its
+/// own), a dynamic key (`.[$k]`), an object shorthand (`{name}`), a format (`@json`). When
+/// `whole` is false, two inputs that agree at every path read give the same result: what
+/// lets a caller skip evaluating an expression again on an input that changed elsewhere.
+///
+/// ```
+/// use wlmap_expr::{Key, footprint};
+/// let f = footprint(r#".metadata.labels["app"] // "none""#).unwrap();
+/// let key = |s: &str| Key::Field(s.into());
+/// assert_eq!(f.paths, vec![vec![key("metadata"), key("labels"), key("app")]]);
+/// assert!(!f.whole);
+/// assert!(!footprint(".metadata | keys").unwrap().whole); // keys of what `.metadata` gives
+/// assert!(footprint("keys").unwrap().whole);
+/// assert!(footprint(". as $p | $p.x").unwrap().whole);
+/// assert!(footprint(".[$__loc__.file]").unwrap().whole);
+/// ```
+pub fn footprint(text: &str) -> Result<Footprint, CompileError> {
     crate::syntax::check_depth(text)?;
     let term = parse_term(text)?;
-    let mut out = Vec::new();
+    let mut out = Footprint::default();
     reads(&term, true, &mut out);
     Ok(out)
 }
 
-/// Collect the paths read from the input of `t`; `at_input` is false where `.` is something
+/// What an expression may read of its input: see [`footprint`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Footprint {
+    /// The paths read, each as far as it goes by constant keys and `[]`; what lies below the
+    /// end of a path may be read too.
+    pub paths: Vec<Vec<Key>>,
+    /// The input may be read beyond those paths.
+    pub whole: bool,
+}
+
+/// Builtins that do not read their input: constants, and `error(msg)`.
+fn input_free(name: &str, arity: usize) -> bool {
+    matches!(
+        (name, arity),
+        ("empty" | "null" | "true" | "false", 0) | ("error", 1)
+    )
+}
+
+/// Collect what `t` reads of its input into `out`; `at_input` is false where `.` is something
 /// else than that input.
-fn reads(t: &Term<&str>, at_input: bool, out: &mut Vec<Vec<Key>>) {
+fn reads(t: &Term<&str>, at_input: bool, out: &mut Footprint) {
     match t {
         Term::Path(base, path) => {
             if at_input && matches!(**base, Term::Id) {
@@ -98,11 +138,14 @@ fn reads(t: &Term<&str>, at_input: bool, out: &mut Vec<Vec<Key>>) {
                         Part::Range(..) => None,
                     })
                     .collect();
-                if !keys.is_empty() {
-                    out.push(keys);
+                if keys.is_empty() {
+                    out.whole = true; // `.[$k]`, `.[1:]`: no constant first key
+                } else {
+                    out.paths.push(keys);
                 }
+            } else {
+                reads(base, at_input, out);
             }
-            reads(base, at_input, out);
             for (part, _) in &path.0 {
                 match part {
                     Part::Index(i) => reads(i, at_input, out),
@@ -123,7 +166,8 @@ fn reads(t: &Term<&str>, at_input: bool, out: &mut Vec<Vec<Key>>) {
             reads(l, at_input, out);
             reads(r, at_input, out);
         }
-        Term::Str(_, parts) => {
+        Term::Str(format, parts) => {
+            out.whole |= at_input && format.is_some();
             for p in parts {
                 if let StrPart::Term(t) = p {
                     reads(t, at_input, out);
@@ -134,8 +178,10 @@ fn reads(t: &Term<&str>, at_input: bool, out: &mut Vec<Vec<Key>>) {
         Term::Obj(entries) => {
             for (k, v) in entries {
                 reads(k, at_input, out);
-                if let Some(v) = v {
-                    reads(v, at_input, out);
+                match v {
+                    Some(v) => reads(v, at_input, out),
+                    // `{name}` reads `.name`; `{$x}` reads nothing.
+                    None => out.whole |= at_input && !matches!(k, Term::Var(_)),
                 }
             }
         }
@@ -164,24 +210,23 @@ fn reads(t: &Term<&str>, at_input: bool, out: &mut Vec<Vec<Key>>) {
             }
         }
         Term::Def(defs, body) => {
+            // A definition's body runs on whatever input its caller has.
+            out.whole |= at_input;
             for d in defs {
-                reads(&d.body, false, out); // called from anywhere
+                reads(&d.body, false, out);
             }
             reads(body, at_input, out);
         }
         Term::Call(name, args) => {
+            out.whole |= at_input && !input_free(name, args.len());
             let same = SAME_INPUT.contains(name);
             let first_only = args.len() == 2 && FIRST_ON_INPUT.contains(name);
             for (i, a) in args.iter().enumerate() {
                 reads(a, at_input && (same || (first_only && i == 0)), out);
             }
         }
-        Term::Id
-        | Term::Recurse
-        | Term::Num(_)
-        | Term::Arr(None)
-        | Term::Break(_)
-        | Term::Var(_) => {}
+        Term::Id | Term::Recurse => out.whole |= at_input,
+        Term::Num(_) | Term::Arr(None) | Term::Break(_) | Term::Var(_) => {}
     }
 }
 

@@ -15,7 +15,7 @@
 use serde_json::{Value, json};
 use std::time::Instant;
 use wlmap_engine::Object;
-use wlmap_inventory::Inventory;
+use wlmap_inventory::{Index, Inventory};
 
 // The allocator the `wlmap` binary ships with.
 #[global_allocator]
@@ -43,34 +43,61 @@ fn job(i: usize) -> Value {
             "terminating": 0, "uncountedTerminatedPods": {}}})
 }
 
+/// A pod as the API server returns it once the Job controller made it and the kubelet runs it:
+/// the fields the API server defaults, the service-account volume and default tolerations the
+/// admission plugins add, and the kubelet's status (five conditions, the container's state),
+/// shaped like crates/catalog/fixtures/batch-job-v1/running.
 fn pod(i: usize, p: usize, phase: &str) -> Value {
     let ready = if phase == "Running" { "True" } else { "False" };
+    let condition = |t: &str, s: &str| {
+        json!({"type": t, "status": s, "lastProbeTime": null,
+        "lastTransitionTime": "2026-11-30T10:00:04Z"})
+    };
     json!({"apiVersion": "v1", "kind": "Pod",
-        "metadata": {"name": format!("train-{i}-{p}-x7k2q"), "namespace": format!("team-{}", i % 100),
-            "uid": format!("pod-{i:08}-{p:02}"), "creationTimestamp": "2026-11-30T10:00:02Z",
+        "metadata": {"name": format!("train-{i}-{p}-x7k2q"), "generateName": format!("train-{i}-{p}-"),
+            "namespace": format!("team-{}", i % 100),
+            "uid": format!("pod-{i:08}-{p:02}"), "resourceVersion": "2210457",
+            "creationTimestamp": "2026-11-30T10:00:02Z",
             "labels": {"app": "train", "batch.kubernetes.io/job-name": format!("train-{i}"),
+                "job-name": format!("train-{i}"),
                 "batch.kubernetes.io/job-completion-index": p.to_string(),
-                "batch.kubernetes.io/controller-uid": format!("job-{i:08}")},
+                "batch.kubernetes.io/controller-uid": format!("job-{i:08}"),
+                "controller-uid": format!("job-{i:08}")},
             "annotations": {"batch.kubernetes.io/job-completion-index": p.to_string()},
+            "finalizers": ["batch.kubernetes.io/job-tracking"],
             "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": format!("train-{i}"),
                 "uid": format!("job-{i:08}"), "controller": true, "blockOwnerDeletion": true}],
             "managedFields": [{"manager": "kubelet", "operation": "Update", "apiVersion": "v1",
                 "fieldsType": "FieldsV1", "fieldsV1": {"f:status": {"f:conditions": {}, "f:phase": {}}}}]},
         "spec": {"nodeName": format!("gpu-node-{}", (i * PODS_PER_JOB + p) % 1000),
             "restartPolicy": "Never", "schedulerName": "default-scheduler", "hostname": format!("train-{i}-{p}"),
+            "subdomain": format!("train-{i}"), "dnsPolicy": "ClusterFirst", "enableServiceLinks": true,
+            "preemptionPolicy": "PreemptLowerPriority", "priority": 0, "securityContext": {},
+            "serviceAccount": "default", "serviceAccountName": "default", "terminationGracePeriodSeconds": 30,
             "containers": [{"name": "trainer", "image": "nvcr.io/nvidia/pytorch:25.08-py3",
                 "command": ["torchrun"], "args": ["--nproc-per-node=4", "train.py"],
-                "env": [{"name": "JOB_COMPLETION_INDEX", "valueFrom": {"fieldRef": {"fieldPath":
+                "env": [{"name": "JOB_COMPLETION_INDEX", "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath":
                     "metadata.annotations['batch.kubernetes.io/job-completion-index']"}}}],
                 "resources": {"requests": {"cpu": "8", "memory": "64Gi", "nvidia.com/gpu": "4"},
                     "limits": {"nvidia.com/gpu": "4"}},
+                "imagePullPolicy": "IfNotPresent", "terminationMessagePath": "/dev/termination-log",
+                "terminationMessagePolicy": "File",
                 "volumeMounts": [{"name": "kube-api-access", "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount", "readOnly": true}]}],
-            "volumes": [{"name": "kube-api-access", "projected": {"sources": [{"serviceAccountToken": {"path": "token", "expirationSeconds": 3607}}]}}],
-            "tolerations": [{"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}]},
-        "status": {"phase": phase, "hostIP": "10.1.0.1", "podIP": "10.244.0.1", "startTime": "2026-11-30T10:00:03Z",
-            "conditions": [{"type": "Ready", "status": ready}, {"type": "PodScheduled", "status": "True"}],
-            "containerStatuses": [{"name": "trainer", "ready": ready == "True", "restartCount": 0,
-                "image": "nvcr.io/nvidia/pytorch:25.08-py3", "imageID": "sha256:0f3e", "containerID": "containerd://1",
+            "volumes": [{"name": "kube-api-access", "projected": {"defaultMode": 420, "sources": [
+                {"serviceAccountToken": {"path": "token", "expirationSeconds": 3607}},
+                {"configMap": {"name": "kube-root-ca.crt", "items": [{"key": "ca.crt", "path": "ca.crt"}]}},
+                {"downwardAPI": {"items": [{"path": "namespace", "fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.namespace"}}]}}]}}],
+            "tolerations": [
+                {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300},
+                {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}]},
+        "status": {"phase": phase, "hostIP": "10.1.0.1", "hostIPs": [{"ip": "10.1.0.1"}],
+            "podIP": "10.244.0.1", "podIPs": [{"ip": "10.244.0.1"}], "startTime": "2026-11-30T10:00:03Z",
+            "qosClass": "Burstable",
+            "conditions": [condition("PodReadyToStartContainers", "True"), condition("Initialized", "True"),
+                condition("Ready", ready), condition("ContainersReady", ready), condition("PodScheduled", "True")],
+            "containerStatuses": [{"name": "trainer", "ready": ready == "True", "restartCount": 0, "started": true,
+                "image": "nvcr.io/nvidia/pytorch:25.08-py3", "imageID": "nvcr.io/nvidia/pytorch@sha256:0f3e",
+                "containerID": "containerd://1", "lastState": {},
                 "state": {"running": {"startedAt": "2026-11-30T10:00:04Z"}}}]}})
 }
 
@@ -81,8 +108,12 @@ fn cluster(n: usize) -> impl Iterator<Item = Value> {
     })
 }
 
+/// As the live source holds it: trimmed for the catalog's definitions.
 fn trimmed(mut v: Value) -> Object {
-    wlmap_inventory::trim(&mut v);
+    static TRIMMER: std::sync::OnceLock<Index> = std::sync::OnceLock::new();
+    TRIMMER
+        .get_or_init(|| Index::new(wlmap_catalog::registry().expect("catalog"), []))
+        .trim(&mut v);
     Object::new(v)
 }
 

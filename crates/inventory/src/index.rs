@@ -150,6 +150,37 @@ impl Index {
             && !self.store.owned_by_known(o, &|gk| self.defs.is_known(gk))
     }
 
+    /// Trim an object as the live inventory holds it. Every object loses its
+    /// `metadata.managedFields` and last-applied annotation. A Pod whose controller is of a
+    /// kind the definitions know (so it is only ever part of that workload) keeps only what
+    /// attribution and the Pod definition read: its metadata, where it runs, its restart
+    /// policy, what it requests, its phase, conditions and container states; volumes,
+    /// environment, images, probes and timestamps go. Any other Pod is a workload of its own,
+    /// shown whole, and keeps its spec and status. Maps and lists are sized to what they hold.
+    ///
+    /// ```
+    /// let index = wlmap_inventory::Index::new(wlmap_catalog::registry().unwrap(), []);
+    /// let owner = serde_json::json!([{"apiVersion": "batch/v1", "kind": "Job", "name": "j", "uid": "u", "controller": true}]);
+    /// let mut pod = serde_json::json!({"apiVersion": "v1", "kind": "Pod",
+    ///     "metadata": {"name": "p", "labels": {"app": "a"}, "ownerReferences": owner, "managedFields": [{"manager": "kubelet"}]},
+    ///     "spec": {"nodeName": "n1", "volumes": [{"name": "data"}],
+    ///         "containers": [{"name": "c", "image": "i", "env": [{"name": "X"}],
+    ///             "resources": {"limits": {"nvidia.com/gpu": 4}}}]},
+    ///     "status": {"phase": "Running", "podIPs": [{"ip": "10.0.0.1"}]}});
+    /// index.trim(&mut pod);
+    /// assert_eq!(pod, serde_json::json!({"apiVersion": "v1", "kind": "Pod",
+    ///     "metadata": {"name": "p", "labels": {"app": "a"}, "ownerReferences": owner},
+    ///     "spec": {"nodeName": "n1", "containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": 4}}}]},
+    ///     "status": {"phase": "Running"}}));
+    /// // A pod of its own keeps its spec.
+    /// let mut bare = serde_json::json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "b"}, "spec": {"volumes": []}});
+    /// index.trim(&mut bare);
+    /// assert!(bare["spec"].get("volumes").is_some());
+    /// ```
+    pub fn trim(&self, obj: &mut serde_json::Value) {
+        crate::trim::trim(obj, |gk| self.defs.is_known(gk));
+    }
+
     /// The keys of the objects above this one on its controller owner chain that are held,
     /// nearest first.
     ///

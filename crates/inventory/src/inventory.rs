@@ -150,8 +150,14 @@ impl Inventory {
     /// ```
     pub fn apply(&mut self, obj: Object) -> Vec<Change> {
         let key = ObjectKey::of(&obj);
-        let mut affected = BTreeSet::from([key.clone()]);
         let old = self.index.store.get(&key).cloned();
+        if let Some(changes) = old
+            .as_ref()
+            .and_then(|old| self.refresh_pod_facts(&key, old, &obj))
+        {
+            return changes;
+        }
+        let mut affected = BTreeSet::from([key.clone()]);
         let structural = old.as_ref().is_none_or(|o| ownership_changed(o, &obj));
         if let Some(old) = &old {
             self.collect_affected(old, structural, &mut affected);
@@ -282,6 +288,61 @@ impl Inventory {
         self.refresh(affected)
     }
 
+    /// A pod that changed only where no definition above it looks to place it (its phase,
+    /// readiness, node, requests): each workload above it reads the pod's facts again where
+    /// the pod already is, instead of being resolved and attributed again. What the
+    /// workloads show is what that would give ([`wlmap_engine::Workload::refresh_pod`]).
+    /// `None`, with nothing changed, when the shortcut does not hold.
+    fn refresh_pod_facts(
+        &mut self,
+        key: &ObjectKey,
+        old: &Object,
+        new: &Object,
+    ) -> Option<Vec<Change>> {
+        let plain_pod = new.is_pod()
+            && !ownership_changed(old, new)
+            && !self.workloads.contains_key(key)
+            && !self.index.is_top_level(new)
+            && !self.index.defs.is_referenced(&new.gvk().group_kind());
+        if !plain_pod {
+            return None;
+        }
+        let above: Vec<ObjectKey> = self
+            .index
+            .store
+            .ancestors(old)
+            .into_iter()
+            .map(ObjectKey::of)
+            .filter(|k| self.workloads.contains_key(k))
+            .collect();
+        for k in &above {
+            let e = &self.workloads[k];
+            let reads = e.definition.pod_placement_reads()?;
+            let w = e.result.as_ref().ok()?;
+            let holds = (w.root.all_pods())
+                .chain(&w.unattributed)
+                .any(|p| p.name == new.name());
+            if !holds || !reads.iter().all(|path| same_at(old, new, path)) {
+                return None;
+            }
+        }
+        self.index.store.insert(new.clone());
+        let mut changes = Vec::new();
+        for k in above {
+            let w = self
+                .workloads
+                .get_mut(&k)
+                .and_then(|e| e.result.as_mut().ok());
+            if w.and_then(|w| w.refresh_pod(new)) == Some(true) {
+                changes.push(Change {
+                    key: k,
+                    kind: ChangeKind::Changed,
+                });
+            }
+        }
+        Some(changes)
+    }
+
     /// The keys an update of `o` can affect besides its own: the workloads up its owner chain
     /// (they attribute its pods), the objects down it when ownership changed (their place
     /// depends on it), and the readers of a referenced kind.
@@ -344,6 +405,15 @@ impl Inventory {
         }
         changes
     }
+}
+
+/// Do two versions of an object hold the same value (or none) at a path of keys?
+fn same_at(a: &Object, b: &Object, path: &[String]) -> bool {
+    fn at<'a>(o: &'a Object, path: &[String]) -> Option<&'a serde_json::Value> {
+        path.iter()
+            .try_fold(o.json(), |v, k| wlmap_json::Field::field(v, k))
+    }
+    at(a, path) == at(b, path)
 }
 
 /// Did the object's place in owner chains change (uid or controller owner)?

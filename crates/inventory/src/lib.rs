@@ -42,4 +42,3 @@ pub use inventory::{Change, ChangeKind, Inventory};
 pub use key::ObjectKey;
 pub use kinds::{kinds_to_watch, may_own_pods};
 pub use placement::{OwnerRef, Placement};
-pub use trim::trim;

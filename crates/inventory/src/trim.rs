@@ -1,12 +1,16 @@
 //! Objects kept lean: what a long-running inventory holds of each object. The engine reads a
 //! pod's metadata, where it runs, what it requests and how it is doing; the rest of a pod
-//! (volumes, environment, probes, commands, images) is most of its bytes and never read.
+//! (volumes, environment, probes, commands, images, timestamps) is most of its bytes and never
+//! read. A pod whose controller is of a kind the definitions know keeps what attribution and
+//! the Pod definition read; any other pod is a workload of its own and is kept whole.
 
 use serde_json::{Map, Value};
+use wlmap_schema::GroupKind;
 
-/// Pod spec fields kept: where the pod runs and what it requests.
+/// Pod spec fields kept: where the pod runs, what it requests, and its restart policy.
 const POD_SPEC: &[&str] = &[
     "nodeName",
+    "restartPolicy",
     "schedulerName",
     "schedulingGroup",
     "priorityClassName",
@@ -23,62 +27,97 @@ const CONTAINER: &[&str] = &["name", "resources", "restartPolicy"];
 const POD_STATUS: &[&str] = &[
     "phase",
     "reason",
-    "message",
     "conditions",
-    "startTime",
     "containerStatuses",
     "initContainerStatuses",
 ];
-/// Container status fields kept.
-const CONTAINER_STATUS: &[&str] = &["name", "ready", "started", "restartCount", "state"];
+/// Pod condition fields kept (not their times and messages).
+const CONDITION: &[&str] = &["type", "status", "reason"];
+/// Container status fields kept: readiness, restarts, and a waiting or ended state.
+const CONTAINER_STATUS: &[&str] = &["name", "ready", "restartCount", "state"];
+/// Container states kept (`running` holds only its start time).
+const CONTAINER_STATE: &[&str] = &["waiting", "terminated"];
+/// Owner reference fields kept: what names the owner, and whether it is the controller.
+const OWNER_REFERENCE: &[&str] = &["apiVersion", "kind", "name", "uid", "controller"];
 
-/// Drop what wlmap never reads: every object's `metadata.managedFields` and its
-/// last-applied annotation; of a Pod that another object controls, every spec and status
-/// field but those above. Pod selectors of definitions read metadata (labels, annotations,
-/// owner references), which is kept whole; a Pod of its own is a workload whose definition
-/// reads its whole spec, so it is kept whole too.
-///
-/// ```
-/// let owner = serde_json::json!([{"apiVersion": "batch/v1", "kind": "Job", "name": "j", "uid": "u", "controller": true}]);
-/// let mut pod = serde_json::json!({"apiVersion": "v1", "kind": "Pod",
-///     "metadata": {"name": "p", "labels": {"app": "a"}, "ownerReferences": owner, "managedFields": [{"manager": "kubelet"}]},
-///     "spec": {"nodeName": "n1", "volumes": [{"name": "data"}],
-///         "containers": [{"name": "c", "image": "i", "env": [{"name": "X"}],
-///             "resources": {"limits": {"nvidia.com/gpu": 4}}}]},
-///     "status": {"phase": "Running", "podIPs": [{"ip": "10.0.0.1"}]}});
-/// wlmap_inventory::trim(&mut pod);
-/// assert_eq!(pod, serde_json::json!({"apiVersion": "v1", "kind": "Pod",
-///     "metadata": {"name": "p", "labels": {"app": "a"}, "ownerReferences": owner},
-///     "spec": {"nodeName": "n1", "containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": 4}}}]},
-///     "status": {"phase": "Running"}}));
-/// ```
-pub fn trim(obj: &mut Value) {
+/// Trim one object as the live inventory holds it (see [`crate::Index::trim`]); `known` tells
+/// whether a kind is known to the definitions in force.
+pub(crate) fn trim(obj: &mut Value, known: impl Fn(&GroupKind) -> bool) {
+    trim_metadata(obj);
+    if is_pod(obj) && controller_kind(obj).is_some_and(|gk| known(&gk)) {
+        trim_pod(obj);
+    }
+    compact(obj);
+}
+
+/// The kind of the object's controller, when it has one.
+fn controller_kind(obj: &Value) -> Option<GroupKind> {
+    let refs = obj.pointer("/metadata/ownerReferences")?.as_array()?;
+    let r = refs
+        .iter()
+        .find(|r| r.get("controller").and_then(Value::as_bool) == Some(true))?;
+    let text = |k| r.get(k).and_then(Value::as_str).unwrap_or("");
+    Some(GroupKind::from_api_version(
+        text("apiVersion"),
+        text("kind"),
+    ))
+}
+
+fn is_pod(obj: &Value) -> bool {
+    obj.get("kind").and_then(Value::as_str) == Some("Pod")
+        && obj.get("apiVersion").and_then(Value::as_str) == Some("v1")
+}
+
+/// What no object needs: the field managers' bookkeeping and kubectl's last-applied copy.
+fn trim_metadata(obj: &mut Value) {
     if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
         meta.remove("managedFields");
         if let Some(a) = meta.get_mut("annotations").and_then(Value::as_object_mut) {
             a.remove("kubectl.kubernetes.io/last-applied-configuration");
         }
     }
-    let is_pod = obj.get("kind").and_then(Value::as_str) == Some("Pod")
-        && obj.get("apiVersion").and_then(Value::as_str) == Some("v1");
-    let controlled = obj
-        .pointer("/metadata/ownerReferences")
-        .and_then(Value::as_array)
-        .is_some_and(|r| !r.is_empty());
-    if !is_pod || !controlled {
-        return;
-    }
+}
+
+/// Of a pod read only as part of a workload: what attribution and the Pod definition read.
+fn trim_pod(obj: &mut Value) {
     if let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) {
         keep(spec, POD_SPEC);
         for list in ["containers", "initContainers"] {
             each(spec, list, CONTAINER);
         }
     }
+    if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
+        each(meta, "ownerReferences", OWNER_REFERENCE);
+    }
     if let Some(status) = obj.get_mut("status").and_then(Value::as_object_mut) {
         keep(status, POD_STATUS);
+        each(status, "conditions", CONDITION);
         for list in ["containerStatuses", "initContainerStatuses"] {
             each(status, list, CONTAINER_STATUS);
+            for c in list_items(status, list) {
+                if let Some(state) = c.get_mut("state").and_then(Value::as_object_mut) {
+                    keep(state, CONTAINER_STATE);
+                }
+            }
         }
+    }
+}
+
+/// Give back the room maps and lists were grown into while the object was read (a map
+/// grows by doubling, and keeps its room when fields are dropped): a trimmed pod held this
+/// way takes about half the memory.
+fn compact(v: &mut Value) {
+    match v {
+        Value::Object(m) => {
+            // Collecting sizes the new map exactly; `serde_json::Map` has no shrink_to_fit.
+            *m = std::mem::take(m).into_iter().collect();
+            m.values_mut().for_each(compact);
+        }
+        Value::Array(a) => {
+            a.shrink_to_fit();
+            a.iter_mut().for_each(compact);
+        }
+        _ => {}
     }
 }
 
@@ -87,14 +126,19 @@ fn keep(m: &mut Map<String, Value>, fields: &[&str]) {
 }
 
 fn each(m: &mut Map<String, Value>, list: &str, fields: &[&str]) {
-    for item in m
-        .get_mut(list)
+    for o in list_items(m, list) {
+        keep(o, fields);
+    }
+}
+
+/// The maps in the list at `list`.
+fn list_items<'a>(
+    m: &'a mut Map<String, Value>,
+    list: &str,
+) -> impl Iterator<Item = &'a mut Map<String, Value>> {
+    m.get_mut(list)
         .and_then(Value::as_array_mut)
         .into_iter()
         .flatten()
-    {
-        if let Some(o) = item.as_object_mut() {
-            keep(o, fields);
-        }
-    }
+        .filter_map(Value::as_object_mut)
 }

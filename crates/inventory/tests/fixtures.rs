@@ -43,15 +43,37 @@ fn every_core_gives_what_one_thread_gives() {
     );
 }
 
+/// The fixtures' bare pods, each also as the pod of an owner of a kind no definition knows:
+/// a workload of its own that is trimmed (it has a controller), read by the Pod definition.
+fn with_pods_of_unknown_owners(mut objects: Vec<Object>) -> Vec<Object> {
+    let bare: Vec<Object> = objects
+        .iter()
+        .filter(|o| o.is_pod() && o.controller_uid().is_none())
+        .cloned()
+        .collect();
+    assert!(bare.len() > 5, "{} bare pods", bare.len());
+    for p in bare {
+        let mut v = p.json().clone();
+        v["metadata"]["name"] = format!("{}-owned", p.name()).into();
+        v["metadata"]["uid"] = format!("{}-owned", p.uid()).into();
+        v["metadata"]["ownerReferences"] = serde_json::json!([{"apiVersion": "example.com/v1",
+            "kind": "Experiment", "name": "sweep", "uid": "experiment-1", "controller": true,
+            "blockOwnerDeletion": true}]);
+        objects.push(Object::new(v));
+    }
+    objects
+}
+
 #[test]
 fn trimmed_objects_resolve_as_whole_ones() {
     let reg = wlmap_catalog::registry().expect("catalog");
-    let whole = all_fixture_objects();
+    let whole = with_pods_of_unknown_owners(all_fixture_objects());
+    let trimmer = Index::new(reg.clone(), []);
     let trimmed: Vec<Object> = whole
         .iter()
         .map(|o| {
             let mut v = o.json().clone();
-            wlmap_inventory::trim(&mut v);
+            trimmer.trim(&mut v);
             Object::new(v)
         })
         .collect();

@@ -285,3 +285,19 @@ fn a_job_without_its_owner_reference_becomes_a_workload() {
         "{back:?}"
     );
 }
+
+/// The sequences above go through the inventory's shortcut for pods whose facts alone
+/// changed: every definition of the universe's workloads places pods by named places only.
+#[test]
+fn the_universe_takes_the_pod_shortcut() {
+    let reg = &registries()[0];
+    let mut kinds = 0;
+    for v in universe() {
+        let o = Object::new(v.clone());
+        if let Some(d) = reg.for_kind(&o.gvk()) {
+            kinds += 1;
+            assert!(d.pod_placement_reads().is_some(), "{}", d.name());
+        }
+    }
+    assert!(kinds > 5);
+}

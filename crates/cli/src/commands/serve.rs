@@ -83,7 +83,8 @@ fn watch_cluster(conn: Connection, ctx: &Context) -> Result<Arc<Live>> {
     std::thread::spawn(move || {
         let mut said = BTreeSet::new();
         conn.cluster.watch(&kinds, ns.as_deref(), |ev| {
-            match feed_event(ev, feeder.synced(), &mut said) {
+            let trim = |v: &mut serde_json::Value| feeder.read(&mut |inv| inv.index().trim(v));
+            match feed_event(ev, feeder.synced(), &mut said, &trim) {
                 Ok(Some(e)) => {
                     feeder.update(|feed| feed.on(e));
                 }

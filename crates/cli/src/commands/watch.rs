@@ -44,14 +44,20 @@ pub fn run(ctx: &Context, a: &GetArgs, query: &Query) -> Result {
     })
 }
 
-/// Turn a watch event into a feed event (objects trimmed as the live inventory holds them);
+/// Turn a watch event into a feed event (objects trimmed by `trim`, as the live inventory
+/// holds them: [`wlmap_inventory::Index::trim`]);
 /// a failed watch is reported instead: an error while the kinds are first listed when it is
 /// a refusal (no retry will change it), else a warning said once (the watcher retries).
 pub fn feed_event(
     ev: WatchEvent,
     synced: bool,
     said: &mut BTreeSet<String>,
+    trim: &dyn Fn(&mut serde_json::Value),
 ) -> Result<Option<FeedEvent>> {
+    let object = |mut v: serde_json::Value| {
+        trim(&mut v);
+        Object::new(v)
+    };
     Ok(Some(match ev {
         WatchEvent::Relisting(i) => FeedEvent::Relisting(i),
         WatchEvent::Applied(i, v) => FeedEvent::Applied(i, object(v)),
@@ -89,7 +95,8 @@ pub fn follow(
     let mut said = BTreeSet::new();
     let mut fatal: Option<Failure> = None;
     conn.cluster.watch(kinds, ns, |ev| {
-        let fed = feed_event(ev, feed.is_synced(), &mut said)
+        let trim = |v: &mut serde_json::Value| feed.inventory.index().trim(v);
+        let fed = feed_event(ev, feed.is_synced(), &mut said, &trim)
             .map(|e| e.map_or(Fed::Listing, |e| feed.on(e)));
         match fed.and_then(|fed| on(&feed, fed)) {
             Ok(()) => ControlFlow::Continue(()),
@@ -222,12 +229,6 @@ impl<'a> Rows<'a> {
         }
         crate::write_stdout(&out);
     }
-}
-
-fn object(v: serde_json::Value) -> Object {
-    let mut v = v;
-    wlmap_inventory::trim(&mut v);
-    Object::new(v)
 }
 
 /// One watch event as a JSON line.
