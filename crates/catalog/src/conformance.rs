@@ -172,15 +172,28 @@ impl Tally {
     /// Every recording file under a directory, read and counted.
     pub fn of_dir(reg: &Registry, dir: &std::path::Path) -> Result<Tally, String> {
         let mut t = Tally::default();
+        t.add_dir(reg, dir)?;
+        Ok(t)
+    }
+
+    /// Read and count every recording file under one more directory (another corpus).
+    ///
+    /// ```
+    /// let reg = wlmap_catalog::registry().unwrap();
+    /// let mut t = wlmap_catalog::conformance::Tally::default();
+    /// t.add_dir(&reg, std::path::Path::new("/nonexistent")).unwrap();
+    /// assert!(t.per_definition.is_empty());
+    /// ```
+    pub fn add_dir(&mut self, reg: &Registry, dir: &std::path::Path) -> Result<(), String> {
         for p in recordings(dir) {
             let name = p.display().to_string();
             let text = std::fs::read_to_string(&p).map_err(|e| format!("{name}: {e}"))?;
             let doc: Value =
                 serde_saphyr::from_str_with_options(&text, wlmap_schema::yaml_options())
                     .map_err(|e| format!("{name}: {e}"))?;
-            t.add(reg, &name, &doc);
+            self.add(reg, &name, &doc);
         }
-        Ok(t)
+        Ok(())
     }
 
     /// Definite events read otherwise, over every definition.

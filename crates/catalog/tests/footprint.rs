@@ -36,9 +36,10 @@ fn copy_at(from: &Value, to: &mut Value, keys: &[&str]) {
     if !to.is_object() {
         return; // a shorter path already copied this whole
     }
-    let slot = to
-        .as_object_mut()
-        .map(|m| m.entry(first.to_string()).or_insert(Value::Object(Map::new())));
+    let slot = to.as_object_mut().map(|m| {
+        m.entry(first.to_string())
+            .or_insert(Value::Object(Map::new()))
+    });
     if let Some(slot) = slot {
         if rest.is_empty() {
             *slot = below.clone();
@@ -103,7 +104,9 @@ fn an_expression_answers_the_same_on_what_it_reads() {
 #[test]
 fn the_cut_keeps_only_what_is_read() {
     let obj = serde_json::json!({"metadata": {"name": "p", "labels": {"a": "1", "b": "2"}}, "spec": {"x": 1}});
-    let paths = wlmap_expr::footprint(r#".metadata.labels["a"]"#).unwrap().paths;
+    let paths = wlmap_expr::footprint(r#".metadata.labels["a"]"#)
+        .unwrap()
+        .paths;
     assert_eq!(
         cut(&obj, &paths),
         serde_json::json!({"metadata": {"labels": {"a": "1"}}})
