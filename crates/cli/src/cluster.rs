@@ -8,7 +8,8 @@ use crate::defs::{resolve_type, targets};
 use crate::exit::{Code, Failure, Result, not_found, usage};
 use crate::source::ObjectSet;
 use std::io::IsTerminal;
-use wlmap_engine::{Object, PodUpdate, Registry, Target};
+use std::sync::Arc;
+use wlmap_engine::{Definition, Object, PodUpdate, Registry, Target};
 use wlmap_kube::{Cluster, ConnectOptions, Error, Kind};
 use wlmap_schema::GroupVersionKind;
 
@@ -247,22 +248,13 @@ pub fn set(ctx: &Context, a: &SetArgs, u: &PodUpdate, t: &Target) -> Result {
         return Err(usage("no cluster connection"));
     };
     let (gvk, name) = single(ctx.reg(), &a.targets)?;
-    let def = ctx
-        .reg()
-        .for_kind(&gvk)
-        .cloned()
-        .ok_or_else(|| crate::exit::no_definition(format!("no definition for {gvk}")))?;
-    let kind = conn
-        .kind(&gvk)?
-        .ok_or_else(|| not_found(format!("the server does not serve {gvk}")))?;
+    let (def, kind) = definition_and_kind(ctx, conn, &gvk)?;
     let ns = ctx.namespace();
-    let dry = a.dry_run.as_deref();
-    if let Some(d) = dry
-        && d != "client"
-        && d != "server"
-    {
-        return Err(usage("--dry-run must be client or server"));
-    }
+    let dry = match a.dry_run.as_deref() {
+        None => None,
+        Some(d @ ("client" | "server")) => Some(d),
+        Some(_) => return Err(usage("--dry-run must be client or server")),
+    };
     for attempt in 0..5 {
         let mut doc = conn
             .cluster
@@ -281,16 +273,15 @@ pub fn set(ctx: &Context, a: &SetArgs, u: &PodUpdate, t: &Target) -> Result {
             .replace(&kind, ns.as_deref(), &name, &doc, dry == Some("server"))
         {
             Ok(_) => {
+                let note = if dry.is_some() {
+                    " (server dry run)"
+                } else {
+                    ""
+                };
+                let (values, templates) = (report.changed.len(), report.templates);
                 eprintln!(
-                    "wlmap: {} {name} updated: {} value(s) in {} pod template(s){}",
-                    gvk.kind,
-                    report.changed.len(),
-                    report.templates,
-                    if dry.is_some() {
-                        " (server dry run)"
-                    } else {
-                        ""
-                    }
+                    "wlmap: {} {name} updated: {values} value(s) in {templates} pod template(s){note}",
+                    gvk.kind
                 );
                 return Ok(());
             }
@@ -311,6 +302,23 @@ pub fn set(ctx: &Context, a: &SetArgs, u: &PodUpdate, t: &Target) -> Result {
             gvk.kind
         ),
     ))
+}
+
+/// The definition of a kind, and the kind as the server serves it.
+fn definition_and_kind(
+    ctx: &Context,
+    conn: &Connection,
+    gvk: &GroupVersionKind,
+) -> Result<(Arc<Definition>, Kind)> {
+    let def = ctx
+        .reg()
+        .for_kind(gvk)
+        .cloned()
+        .ok_or_else(|| crate::exit::no_definition(format!("no definition for {gvk}")))?;
+    let kind = conn
+        .kind(gvk)?
+        .ok_or_else(|| not_found(format!("the server does not serve {gvk}")))?;
+    Ok((def, kind))
 }
 
 /// (kind, namespace, name) of a referenced object.

@@ -19,37 +19,7 @@ pub fn run(g: &Global, a: &ControllerArgs) -> Result {
         .or_else(|| std::fs::read_to_string(POD_NAMESPACE_FILE).ok())
         .map(|n| n.trim().to_string())
         .unwrap_or_else(|| "wlmap-system".into());
-    let identity = a.identity.clone().unwrap_or_else(host_name);
-    let endpoint = match (&a.webhook_url, &a.webhook_service) {
-        (Some(u), _) => Endpoint::Url(u.clone()),
-        (None, Some(s)) => Endpoint::Service {
-            namespace: namespace.clone(),
-            name: s.clone(),
-            port: a.webhook_service_port,
-        },
-        (None, None) => Endpoint::Service {
-            namespace: namespace.clone(),
-            name: "wlmap-webhook".into(),
-            port: a.webhook_service_port,
-        },
-    };
-    let certificates = match (&a.tls_cert_file, &a.tls_key_file) {
-        (Some(cert), Some(key)) => Certificates::Files {
-            cert: cert.clone(),
-            key: key.clone(),
-        },
-        _ => {
-            let mut names = a.webhook_host.clone();
-            if let Endpoint::Service {
-                namespace, name, ..
-            } = &endpoint
-            {
-                names.push(format!("{name}.{namespace}.svc"));
-                names.push(format!("{name}.{namespace}.svc.cluster.local"));
-            }
-            Certificates::SelfManaged { names }
-        }
-    };
+    let endpoint = endpoint(a, &namespace);
     let opts = Options {
         connect: wlmap_kube::ConnectOptions {
             kubeconfig: g.kubeconfig.clone(),
@@ -63,7 +33,7 @@ pub fn run(g: &Global, a: &ControllerArgs) -> Result {
             ControllerScheduler::Volcano => SchedulerFormat::Volcano,
         },
         namespace,
-        identity,
+        identity: a.identity.clone().unwrap_or_else(host_name),
         lease_name: a.lease_name.clone(),
         lease_duration: Duration::from_secs(a.lease_duration),
         renew_every: Duration::from_secs(a.renew_every),
@@ -76,11 +46,47 @@ pub fn run(g: &Global, a: &ControllerArgs) -> Result {
                 .map(crate::commands::serve::read_token)
                 .transpose()?,
         },
-        certificates,
+        certificates: certificates(a, &endpoint),
         endpoint,
         webhook_config: a.webhook_config.clone(),
     };
     wlmap_controller::run(opts).map_err(|e| Failure::new(Code::Runtime, anyhow::anyhow!(e)))
+}
+
+/// Where the API server reaches the webhooks: a URL, or a Service (`wlmap-webhook` in the
+/// controller's namespace unless named).
+fn endpoint(a: &ControllerArgs, namespace: &str) -> Endpoint {
+    match &a.webhook_url {
+        Some(u) => Endpoint::Url(u.clone()),
+        None => Endpoint::Service {
+            namespace: namespace.to_string(),
+            name: a
+                .webhook_service
+                .clone()
+                .unwrap_or_else(|| "wlmap-webhook".into()),
+            port: a.webhook_service_port,
+        },
+    }
+}
+
+/// The webhook's serving certificate: the files given, or one the controller makes and keeps
+/// for the Service's names (and any `--webhook-host`).
+fn certificates(a: &ControllerArgs, endpoint: &Endpoint) -> Certificates {
+    if let (Some(cert), Some(key)) = (&a.tls_cert_file, &a.tls_key_file) {
+        return Certificates::Files {
+            cert: cert.clone(),
+            key: key.clone(),
+        };
+    }
+    let mut names = a.webhook_host.clone();
+    if let Endpoint::Service {
+        namespace, name, ..
+    } = endpoint
+    {
+        names.push(format!("{name}.{namespace}.svc"));
+        names.push(format!("{name}.{namespace}.svc.cluster.local"));
+    }
+    Certificates::SelfManaged { names }
 }
 
 fn host_name() -> String {

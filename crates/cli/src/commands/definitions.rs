@@ -7,6 +7,9 @@ use crate::args::{
 use crate::context::{Context, print_data};
 use crate::exit::{Result, no_definition};
 use crate::render;
+use serde_json::Value;
+use std::sync::Arc;
+use wlmap_engine::Definition;
 
 /// `wlmap definitions`: list the definitions in force (catalog, cluster, files), or print one.
 pub fn run(ctx: &Context, a: &DefinitionsArgs) -> Result {
@@ -39,29 +42,7 @@ pub fn run(ctx: &Context, a: &DefinitionsArgs) -> Result {
             }
         }
         _ => {
-            let rows: Vec<Vec<String>> = defs
-                .iter()
-                .map(|d| {
-                    let g = d.root_gvk();
-                    let comps = d.component_names();
-                    let shown = if comps.len() > 4 {
-                        format!("{}, +{} more", comps[..4].join(", "), comps.len() - 4)
-                    } else {
-                        comps.join(", ")
-                    };
-                    vec![
-                        d.name(),
-                        if g.group.is_empty() {
-                            g.kind.clone()
-                        } else {
-                            format!("{}.{}", g.kind, g.group)
-                        },
-                        g.version.clone(),
-                        d.origin().to_string(),
-                        shown,
-                    ]
-                })
-                .collect();
+            let rows: Vec<Vec<String>> = defs.iter().map(|d| row(d)).collect();
             let mut s = String::new();
             render::table(
                 &mut s,
@@ -72,6 +53,29 @@ pub fn run(ctx: &Context, a: &DefinitionsArgs) -> Result {
             Ok(())
         }
     }
+}
+
+/// A definition's row: name, kind (`Kind.group`), version, origin, its first components.
+fn row(d: &Definition) -> Vec<String> {
+    let g = d.root_gvk();
+    let comps = d.component_names();
+    let shown = if comps.len() > 4 {
+        format!("{}, +{} more", comps[..4].join(", "), comps.len() - 4)
+    } else {
+        comps.join(", ")
+    };
+    let kind = if g.group.is_empty() {
+        g.kind.clone()
+    } else {
+        format!("{}.{}", g.kind, g.group)
+    };
+    vec![
+        d.name(),
+        kind,
+        g.version.clone(),
+        d.origin().to_string(),
+        shown,
+    ]
 }
 
 /// The field manager of `definitions apply`, and the label value of what it applied.
@@ -138,7 +142,43 @@ fn apply(ctx: &Context, a: &DefinitionsApplyArgs) -> Result {
             )));
         }
     };
-    // What this wlmap holds (catalog and files), never what the cluster already has.
+    let kind = wlmap_kube::Cluster::karta_kind();
+    let mut out = String::new();
+    for d in chosen(ctx, a)? {
+        let obj = karta_object(d.karta());
+        let name = d.name();
+        let existing = match cluster.get(&kind, None, &name) {
+            Ok(v) => Some(v),
+            Err(wlmap_kube::Error::NotFound(_)) => None,
+            Err(e) => return Err(crate::cluster::failure(e)),
+        };
+        let changes = existing.as_ref().map(|old| changes(old, &obj));
+        let verb = match &changes {
+            None => "created",
+            Some(c) if c.is_empty() => "unchanged",
+            Some(_) => "configured",
+        };
+        if verb != "unchanged" && mode != Some("client") {
+            cluster
+                .apply(&kind, None, &name, &obj, MANAGER, mode == Some("server"))
+                .map_err(|e| match e {
+                    wlmap_kube::Error::NotFound(m) => crate::exit::not_found(format!(
+                        "{m} (is the kartas.run.ai CRD installed? crates/schema/crd/kartas.run.ai.yaml)"
+                    )),
+                    e => crate::cluster::failure(e),
+                })?;
+        }
+        let dry = mode.map(|m| format!(" ({m} dry run)")).unwrap_or_default();
+        out.push_str(&format!("karta.run.ai/{name} {verb}{dry}\n"));
+        report_changes(&mut out, &changes.unwrap_or_default());
+    }
+    crate::write_stdout(&out);
+    Ok(())
+}
+
+/// The definitions to apply, in name order: what this wlmap holds (catalog and files), never
+/// what the cluster already has.
+fn chosen(ctx: &Context, a: &DefinitionsApplyArgs) -> Result<Vec<Arc<Definition>>> {
     let reg = crate::defs::registry(&ctx.global.definitions, vec![])?;
     let mut defs: Vec<_> = if a.all {
         reg.iter().cloned().collect()
@@ -155,51 +195,30 @@ fn apply(ctx: &Context, a: &DefinitionsApplyArgs) -> Result {
             .collect::<Result<_>>()?
     };
     defs.sort_by_key(|d| d.name());
-    let kind = wlmap_kube::Cluster::karta_kind();
-    let mut out = String::new();
-    for d in defs {
-        let obj = karta_object(d.karta());
-        let name = d.name();
-        let existing = match cluster.get(&kind, None, &name) {
-            Ok(v) => Some(v),
-            Err(wlmap_kube::Error::NotFound(_)) => None,
-            Err(e) => return Err(crate::cluster::failure(e)),
-        };
-        let mut changes = Vec::new();
-        if let Some(old) = &existing {
-            changed_paths(&old["spec"], &obj["spec"], ".spec", &mut changes);
-            for (k, v) in obj["metadata"]["labels"].as_object().into_iter().flatten() {
-                if old["metadata"]["labels"][k] != *v {
-                    changes.push(format!(".metadata.labels[{k:?}]"));
-                }
-            }
-        }
-        let verb = match (&existing, changes.is_empty()) {
-            (None, _) => "created",
-            (Some(_), true) => "unchanged",
-            (Some(_), false) => "configured",
-        };
-        if verb != "unchanged" && mode != Some("client") {
-            cluster
-                .apply(&kind, None, &name, &obj, MANAGER, mode == Some("server"))
-                .map_err(|e| match e {
-                    wlmap_kube::Error::NotFound(m) => crate::exit::not_found(format!(
-                        "{m} (is the kartas.run.ai CRD installed? crates/schema/crd/kartas.run.ai.yaml)"
-                    )),
-                    e => crate::cluster::failure(e),
-                })?;
-        }
-        let dry = mode.map(|m| format!(" ({m} dry run)")).unwrap_or_default();
-        out.push_str(&format!("karta.run.ai/{name} {verb}{dry}\n"));
-        for c in changes.iter().take(20) {
-            out.push_str(&format!("  ~ {c}\n"));
-        }
-        if changes.len() > 20 {
-            out.push_str(&format!("  ~ ... {} more\n", changes.len() - 20));
+    Ok(defs)
+}
+
+/// What applying `new` over the Karta the cluster holds changes: its spec's paths and the
+/// lookup labels.
+fn changes(old: &Value, new: &Value) -> Vec<String> {
+    let mut out = Vec::new();
+    changed_paths(&old["spec"], &new["spec"], ".spec", &mut out);
+    for (k, v) in new["metadata"]["labels"].as_object().into_iter().flatten() {
+        if old["metadata"]["labels"][k] != *v {
+            out.push(format!(".metadata.labels[{k:?}]"));
         }
     }
-    crate::write_stdout(&out);
-    Ok(())
+    out
+}
+
+/// The changed paths under a Karta's line, the first 20 of them.
+fn report_changes(out: &mut String, changes: &[String]) {
+    for c in changes.iter().take(20) {
+        out.push_str(&format!("  ~ {c}\n"));
+    }
+    if changes.len() > 20 {
+        out.push_str(&format!("  ~ ... {} more\n", changes.len() - 20));
+    }
 }
 
 fn delete(ctx: &Context, a: &DefinitionsDeleteArgs) -> Result {

@@ -231,6 +231,22 @@ impl<'a> Rows<'a> {
     }
 }
 
+/// A workload as `describe` shows it: a JSON line, or the text of the tree.
+fn described(e: &wlmap_inventory::Entry, json: bool, explain: bool) -> String {
+    match (&e.result, json) {
+        (Err(err), _) => format!("{}/{}: {err}\n", e.key.kind.kind, e.key.name),
+        (Ok(w), true) => {
+            let v = wlmap_inventory::view::describe(&e.definition, w, explain);
+            let mut line = serde_json::to_string(&v).unwrap_or_default();
+            line.push('\n');
+            line
+        }
+        (Ok(w), false) => {
+            crate::commands::describe::text(&e.definition, w, &e.object, explain, false)
+        }
+    }
+}
+
 /// One watch event as a JSON line.
 fn line(kind: &str, it: &GetItem) -> String {
     let mut s = serde_json::json!({"type": kind, "object": it}).to_string();
@@ -281,23 +297,12 @@ pub fn describe(ctx: &Context, a: &crate::args::DescribeArgs) -> Result {
             .map(ObjectKey::of)
             .min();
         let shown = match key.and_then(|k| index.evaluate(&k, None)) {
+            Some(e) => described(&e, json, a.explain),
             None if json => format!(
                 "{}\n",
                 serde_json::json!({"notFound": format!("{} {name:?}{}", gvk.kind, ctx.where_())})
             ),
             None => format!("{} {name:?} not found{}\n", gvk.kind, ctx.where_()),
-            Some(e) => match (&e.result, json) {
-                (Err(err), _) => format!("{}/{name}: {err}\n", gvk.kind),
-                (Ok(w), true) => {
-                    let v = wlmap_inventory::view::describe(&e.definition, w, a.explain);
-                    let mut line = serde_json::to_string(&v).unwrap_or_default();
-                    line.push('\n');
-                    line
-                }
-                (Ok(w), false) => {
-                    crate::commands::describe::text(&e.definition, w, &e.object, a.explain, false)
-                }
-            },
         };
         if shown != last {
             let screen = if clear { "\u{1b}[2J\u{1b}[H" } else { "" };
