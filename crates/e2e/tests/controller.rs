@@ -859,7 +859,12 @@ fn definitions_applied_are_found_as_kai_finds_them() {
     };
     let mut broken = bad.clone();
     broken["metadata"]["name"] = json!("broken");
-    refused(&apply(&broken), "podTemplateSpecPath");
+    // The API server hands the webhook an object, not the user's file: the refusal names the
+    // component and the field, and locates the error inside the expression.
+    refused(
+        &apply(&broken),
+        "component w: podTemplateSpecPath: expected closing parenthesis at line 1, column 19 of the expression",
+    );
     let widget = |kind: &str, gang: bool| {
         let mut k = json!({"apiVersion": "run.ai/v1alpha1", "kind": "Karta", "metadata": {"name": "widget"},
             "spec": {"structureDefinition": {"rootComponent": {"name": "w",

@@ -80,6 +80,8 @@ pub(crate) struct Component {
 pub(crate) struct Matcher {
     pub def: StatusMatcher,
     pub expression: Option<Expr>,
+    /// The expression's name in findings and errors.
+    pub field: String,
 }
 
 /// Compiled status definition.
@@ -150,22 +152,21 @@ fn finding(
     text: &str,
     e: &wlmap_expr::CompileError,
 ) -> Finding {
-    let near: String = text[e.span.start.min(text.len())..]
-        .chars()
-        .take(30)
-        .collect();
+    let at = e.span.start.min(text.len());
+    let near: String = text[at..].chars().take(30).collect();
+    let (line, column) = line_column(text, at);
     Finding::error(
         component,
         field,
         Some(text),
         format!(
-            "{field}: {} (byte {} of the expression)",
-            e.message, e.span.start
+            "{field}: {} at line {line}, column {column} of the expression",
+            e.message
         ),
-        format!(
-            "fix the jq expression near `{}`",
-            near.lines().next().unwrap_or_default()
-        ),
+        match near.lines().next().filter(|l| !l.is_empty()) {
+            Some(l) => format!("fix the jq expression near `{l}`"),
+            None => "the jq expression ends too early".to_string(),
+        },
     )
 }
 
@@ -211,6 +212,20 @@ fn pod_reads(components: &[Component]) -> Option<Vec<Vec<String>>> {
     out.sort();
     out.dedup();
     Some(out)
+}
+
+/// The line and column (both from 1, the column in characters) of a byte offset in a text:
+/// where an error sits in an expression, wherever the expression itself is written (a file, a
+/// Karta object sent to the webhook).
+fn line_column(text: &str, at: usize) -> (usize, usize) {
+    let mut at = at.min(text.len());
+    while !text.is_char_boundary(at) {
+        at -= 1;
+    }
+    let before = &text[..at];
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().unwrap_or("").chars().count() + 1;
+    (line, column)
 }
 
 /// Each component's children, from their parents (a component that names itself as its
@@ -345,18 +360,18 @@ impl Compiler {
         let cd = sd.conditions_definition.as_ref();
         let m = &sd.status_mappings;
         use crate::Phase::*;
-        let mut initializing = self.matchers(n, &m.initializing);
+        let mut initializing = self.matchers(n, "initializing", &m.initializing);
         // The older release's `pending` and `progressing` are starts too.
-        initializing.extend(self.matchers(n, &m.pending));
-        initializing.extend(self.matchers(n, &m.progressing));
+        initializing.extend(self.matchers(n, "pending", &m.pending));
+        initializing.extend(self.matchers(n, "progressing", &m.progressing));
         let mappings = vec![
-            (Failed, self.matchers(n, &m.failed)),
-            (Completed, self.matchers(n, &m.completed)),
-            (Suspending, self.matchers(n, &m.suspending)),
-            (Resuming, self.matchers(n, &m.resuming)),
-            (Suspended, self.matchers(n, &m.suspended)),
-            (Degraded, self.matchers(n, &m.degraded)),
-            (Running, self.matchers(n, &m.running)),
+            (Failed, self.matchers(n, "failed", &m.failed)),
+            (Completed, self.matchers(n, "completed", &m.completed)),
+            (Suspending, self.matchers(n, "suspending", &m.suspending)),
+            (Resuming, self.matchers(n, "resuming", &m.resuming)),
+            (Suspended, self.matchers(n, "suspended", &m.suspended)),
+            (Degraded, self.matchers(n, "degraded", &m.degraded)),
+            (Running, self.matchers(n, "running", &m.running)),
             (Initializing, initializing),
         ];
         let field =
@@ -376,15 +391,20 @@ impl Compiler {
         })
     }
 
-    fn matchers(&mut self, n: Option<&str>, list: &[StatusMatcher]) -> Vec<Matcher> {
+    /// The matchers of one status, each expression named by its place
+    /// (`statusMappings.running[1].byExpression.expression`).
+    fn matchers(&mut self, n: Option<&str>, status: &str, list: &[StatusMatcher]) -> Vec<Matcher> {
         list.iter()
-            .map(|mm| Matcher {
-                def: mm.clone(),
-                expression: self.expr(
-                    n,
-                    "byExpression.expression",
-                    mm.by_expression.as_ref().map(|e| &e.expression),
-                ),
+            .enumerate()
+            .map(|(i, mm)| {
+                let field = format!("statusMappings.{status}[{i}].byExpression.expression");
+                let expression =
+                    self.expr(n, &field, mm.by_expression.as_ref().map(|e| &e.expression));
+                Matcher {
+                    def: mm.clone(),
+                    expression,
+                    field,
+                }
             })
             .collect()
     }

@@ -36,7 +36,7 @@ pub struct ExprField {
 #[non_exhaustive]
 pub enum Error {
     /// The definition has errors (an unknown ownerRef, a jq syntax error...).
-    #[error("invalid definition: {}", findings.iter().map(|f| f.message.clone()).collect::<Vec<_>>().join("; "))]
+    #[error("invalid definition: {}", findings.iter().map(located).collect::<Vec<_>>().join("; "))]
     InvalidDefinition {
         /// The error findings.
         findings: Vec<Finding>,
@@ -79,3 +79,11 @@ pub enum Error {
 /// assert!(r.is_ok());
 /// ```
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// A finding with the component it is in: `component w: specDefinition.podTemplateSpecPath: ...`.
+fn located(f: &Finding) -> String {
+    match &f.field.component {
+        Some(c) => format!("component {c}: {}", f.message),
+        None => f.message.clone(),
+    }
+}

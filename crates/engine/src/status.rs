@@ -389,13 +389,7 @@ fn eval_matcher<'c>(
         ok &= hit;
     }
     if let (Some(bx), Some(e)) = (&m.def.by_expression, &m.expression) {
-        match def.eval_obj(
-            e,
-            root,
-            vars,
-            &def.components[0].def.name,
-            "byExpression.expression",
-        ) {
+        match def.eval_obj(e, root, vars, &def.components[0].def.name, &m.field) {
             Ok(out) => {
                 let got = out.first().map(to_jq_string);
                 let hit = got.as_deref() == Some(bx.expected_result.as_str());

@@ -1053,3 +1053,22 @@ spec:
     let w = resolve(&d, &fine).expect("resolves");
     assert_eq!(gangs(&d, &w, None).expect("groups")[0].min_member, 2);
 }
+
+/// A broken expression is named by its place and located inside itself, wherever the
+/// definition came from (a file gives the expression's own line too; a Karta sent to the
+/// webhook gives only this).
+#[test]
+fn a_broken_expression_is_named_by_its_place_and_located_inside_it() {
+    let yaml = "apiVersion: run.ai/v1alpha1\nkind: Karta\nmetadata: {name: x}\nspec:\n  structureDefinition:\n    rootComponent:\n      name: w\n      kind: {group: a.io, version: v1, kind: X}\n      statusDefinition:\n        statusMappings:\n          running:\n          - byExpression: {expression: 'true', expectedResult: 'true'}\n          - byExpression:\n              expression: |-\n                .status.ready > 0\n                and (.status.x +)\n              expectedResult: 'true'\n";
+    let karta = wlmap_schema::decode(yaml, "x.yaml")
+        .expect("decodes")
+        .remove(0);
+    let err = Definition::compile(karta, wlmap_engine::Origin::Catalog)
+        .expect_err("the second expression does not parse")
+        .to_string();
+    assert!(
+        err.contains("component w: statusMappings.running[1].byExpression.expression: "),
+        "{err}"
+    );
+    assert!(err.contains("at line 2, column "), "{err}");
+}

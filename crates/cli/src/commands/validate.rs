@@ -29,7 +29,12 @@ pub fn run(a: &ValidateArgs) -> Result {
         let mut file_errors = 0;
         for k in &kartas {
             for (f, loc) in wlmap_engine::Definition::check(k, Some(&src)) {
-                let at = loc.map(|l| l.to_string()).unwrap_or_else(|| name.clone());
+                // Without a place in the file (a JSON input), the component says where.
+                let at = match (loc, &f.field.component) {
+                    (Some(l), _) => l.to_string(),
+                    (None, Some(c)) => format!("{name}: component {c}"),
+                    (None, None) => name.clone(),
+                };
                 out.push_str(&format!(
                     "{at}: {}: {} (hint: {})\n",
                     f.severity, f.message, f.hint
