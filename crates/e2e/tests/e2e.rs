@@ -250,7 +250,9 @@ fn against_a_real_api_server() {
             .any(|k| k["metadata"]["name"] == "example-io-widget-v1")
     );
 
-    // Phase 7: set updates every pod template; a concurrent writer's change survives.
+    // Phase 7: set updates every pod template; a concurrent writer's change survives. (That
+    // the two writes overlap for certain, and the stale one is refused and redone, is shown in
+    // faults.rs, where the proxy holds set's write while the other client writes.)
     let writer = {
         let kubectl = tb.kubectl.clone();
         let kc = tb.kubeconfig.clone();
