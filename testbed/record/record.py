@@ -814,16 +814,21 @@ def deployment_done(n):
     return ok
 
 
-@flow("deployment/scaled", "deployment", "apps-deployment-v1", "Running")
-def deployment_scaled(c):
+def scale_up_and_down(c, make, done):
+    """Two nodes of 8 GPUs; one replica, scaled to 3, then back to 1, each step awaited."""
     c.add_node("gpu-0", 8)
     c.add_node("gpu-1", 8)
-    c.create(deployment(c, "serve", 1))
-    c.wait(deployment_done(1), "1 replica available")
+    c.create(make(1))
+    c.wait(done(1), "1 replica ready")
     c.patch("Scale", {"spec": {"replicas": 3}})
-    c.wait(deployment_done(3), "3 replicas available")
+    c.wait(done(3), "3 replicas ready")
     c.patch("Scale", {"spec": {"replicas": 1}})
-    c.wait(deployment_done(1), "back to 1 replica")
+    c.wait(done(1), "back to 1 replica")
+
+
+@flow("deployment/scaled", "deployment", "apps-deployment-v1", "Running")
+def deployment_scaled(c):
+    scale_up_and_down(c, lambda n: deployment(c, "serve", n), deployment_done)
 
 
 @flow("deployment/rollout", "deployment", "apps-deployment-v1", "Running")
@@ -879,14 +884,7 @@ def statefulset_done(n):
 
 @flow("statefulset/scaled", "statefulset", "apps-statefulset-v1", "Running")
 def statefulset_scaled(c):
-    c.add_node("gpu-0", 8)
-    c.add_node("gpu-1", 8)
-    c.create(statefulset(c, "shard", 1))
-    c.wait(statefulset_done(1), "1 replica ready")
-    c.patch("Scale", {"spec": {"replicas": 3}})
-    c.wait(statefulset_done(3), "3 replicas ready")
-    c.patch("Scale", {"spec": {"replicas": 1}})
-    c.wait(statefulset_done(1), "back to 1 replica")
+    scale_up_and_down(c, lambda n: statefulset(c, "shard", n), statefulset_done)
 
 
 @flow("statefulset/rollout", "statefulset", "apps-statefulset-v1", "Running")

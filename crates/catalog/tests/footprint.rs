@@ -61,20 +61,15 @@ fn answers(e: &Expr, obj: &Value, vars: &[Val]) -> Result<Vec<Value>, ()> {
 #[test]
 fn an_expression_answers_the_same_on_what_it_reads() {
     let (mut checked, mut whole) = (0usize, 0usize);
-    for (_, karta) in wlmap_catalog::kartas().unwrap() {
-        let slug = karta.name();
-        let fixtures = common::fixtures_dir().join(&slug);
-        if !fixtures.is_dir() {
-            continue;
-        }
-        let mut vars = vec!["parentInstance".to_string()];
-        vars.extend(karta.spec.references.iter().map(|r| r.name.clone()));
+    for common::DefinitionExpressions {
+        slug,
+        fixtures,
+        vars,
+        texts,
+    } in common::catalog_expressions()
+    {
         let names: Vec<&str> = vars.iter().map(String::as_str).collect();
         let values = vec![Val::Null; vars.len()];
-        let mut texts = Vec::new();
-        common::collect_expressions(&serde_json::to_value(&karta).unwrap(), &mut texts);
-        texts.sort();
-        texts.dedup();
         for text in &texts {
             let f = wlmap_expr::footprint(text).expect(text);
             if f.whole {

@@ -13,19 +13,14 @@ mod common;
 fn catalog_expressions_answer_like_jaq_on_fixture_objects() {
     let limits = Limits::default();
     let (mut by_evaluator, mut compared) = (std::collections::BTreeMap::new(), 0usize);
-    for (_, karta) in wlmap_catalog::kartas().unwrap() {
-        let slug = karta.name();
-        let fixtures = common::fixtures_dir().join(&slug);
-        if !fixtures.is_dir() {
-            continue;
-        }
-        let mut vars = vec!["parentInstance".to_string()];
-        vars.extend(karta.spec.references.iter().map(|r| r.name.clone()));
+    for common::DefinitionExpressions {
+        slug,
+        fixtures,
+        vars,
+        texts,
+    } in common::catalog_expressions()
+    {
         let vars: Vec<&str> = vars.iter().map(String::as_str).collect();
-        let mut texts = Vec::new();
-        common::collect_expressions(&serde_json::to_value(&karta).unwrap(), &mut texts);
-        texts.sort();
-        texts.dedup();
         let exprs: Vec<Expr> = texts
             .iter()
             // Definitions may hold multi-line expressions with `def`s: all must compile.

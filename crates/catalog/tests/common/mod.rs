@@ -57,6 +57,43 @@ pub fn name(p: &Path) -> String {
         .to_string()
 }
 
+/// One catalog definition with fixtures, as the expression tests read it.
+pub struct DefinitionExpressions {
+    /// The definition's name (its fixtures' directory).
+    pub slug: String,
+    /// `crates/catalog/fixtures/<slug>`.
+    pub fixtures: PathBuf,
+    /// The variables its expressions may read: `parentInstance` and its references.
+    pub vars: Vec<String>,
+    /// Its expressions, sorted, each once.
+    pub texts: Vec<String>,
+}
+
+/// Every catalog definition that has fixtures, with its expressions.
+pub fn catalog_expressions() -> Vec<DefinitionExpressions> {
+    let mut out = Vec::new();
+    for (_, karta) in wlmap_catalog::kartas().expect("catalog") {
+        let slug = karta.name();
+        let fixtures = fixtures_dir().join(&slug);
+        if !fixtures.is_dir() {
+            continue;
+        }
+        let mut vars = vec!["parentInstance".to_string()];
+        vars.extend(karta.spec.references.iter().map(|r| r.name.clone()));
+        let mut texts = Vec::new();
+        collect_expressions(&serde_json::to_value(&karta).expect("json"), &mut texts);
+        texts.sort();
+        texts.dedup();
+        out.push(DefinitionExpressions {
+            slug,
+            fixtures,
+            vars,
+            texts,
+        });
+    }
+    out
+}
+
 /// Strings under keys that hold expressions (`...Path`, `...Expression`, `expression`, `path`).
 pub fn collect_expressions(v: &Value, out: &mut Vec<String>) {
     match v {
