@@ -80,14 +80,16 @@ else
 fi
 
 # Counts per tier from the runners' own closing lines.
-total_p=0; total_f=0
+total_p=0; total_f=0; total_i=0
 for log in "$logs"/*.log; do
   [ -e "$log" ] || continue
   read -r p f i < <(awk '/^test result:/ { p += $4; f += $6; i += $8 } END { print p+0, f+0, i+0 }' "$log")
   echo "$(basename "$log" .log): $p passed, $f failed, $i ignored"
-  total_p=$((total_p + p)); total_f=$((total_f + f))
+  total_p=$((total_p + p)); total_f=$((total_f + f)); total_i=$((total_i + i))
 done
 echo "skipped tiers: ${skipped[*]:-none}"
 echo "failed tiers: ${failed_tiers[*]:-none}"
-echo "total: $total_p passed, $total_f failed"
+# Ignored tests are counted in the tier that skips them (the unit tier leaves the testbed and
+# browser tests to their own tiers, which run them).
+echo "total: $total_p passed, $total_f failed, $total_i ignored; skipped tiers: ${skipped[*]:-none}"
 [ ${#failed_tiers[@]} -eq 0 ]

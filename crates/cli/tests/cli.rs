@@ -501,6 +501,22 @@ fn wide_output_and_label_selectors() {
     assert_eq!(v["items"].as_array().map(Vec::len), Some(0));
 }
 
+/// The repository's own recordings (`crates/catalog/recorded`) are always there.
+#[test]
+fn conformance_command_reads_the_repository_recordings() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../catalog/recorded");
+    let o = wlmap(&["conformance", dir.to_str().expect("utf8")]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{out}");
+    for d in [
+        "batch-job-v1",
+        "apps-statefulset-v1",
+        "ray-io-raycluster-v1",
+    ] {
+        assert!(out.contains(d), "{d}: {out}");
+    }
+}
+
 #[test]
 fn conformance_command_agrees_when_recordings_are_present() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/conformance/recorded");
