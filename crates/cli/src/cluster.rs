@@ -211,9 +211,7 @@ impl Connection {
     ) -> Result<Vec<Kind>> {
         let mut want = wlmap_inventory::kinds_to_watch(reg, roots);
         if references {
-            for d in roots.iter().filter_map(|r| reg.for_kind(r)) {
-                want.extend(d.karta().spec.references.iter().map(|r| r.kind.clone()));
-            }
+            want.extend(wlmap_inventory::referenced_kinds(reg, roots));
         }
         let mut kinds: Vec<Kind> = Vec::new();
         for g in &want {

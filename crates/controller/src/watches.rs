@@ -274,7 +274,10 @@ async fn kinds_for(
         .await
         .map_err(|e| format!("API discovery: {e}"))?;
     let mut kinds: Vec<Kind> = Vec::new();
-    for g in wlmap_inventory::kinds_to_watch(reg, &roots) {
+    let mut want = wlmap_inventory::kinds_to_watch(reg, &roots);
+    // A TrainJob's runtime, and any kind a definition reads as a reference, live too.
+    want.extend(wlmap_inventory::referenced_kinds(reg, &roots));
+    for g in want {
         if let Some(k) = wlmap_kube::kind_in(&d, &g)
             && !kinds
                 .iter()

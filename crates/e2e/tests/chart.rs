@@ -43,6 +43,74 @@ fn render(release_ns: &str, set: &[&str]) -> Vec<Value> {
     wlmap_schema::decode_objects(&text, "rendered").expect("rendered YAML")
 }
 
+/// The resource name of a kind as Kubernetes' code generators make it (k8s.io/gengo's
+/// pluralizer: a kind ending in s, x, z, ch or sh takes -es; a consonant and y, -ies).
+fn plural(kind: &str) -> String {
+    let k = kind.to_lowercase();
+    if ["s", "x", "z", "ch", "sh"].iter().any(|e| k.ends_with(e)) {
+        return format!("{k}es");
+    }
+    let before_y = k.strip_suffix('y');
+    match before_y {
+        Some(stem) if !stem.ends_with(['a', 'e', 'i', 'o', 'u']) => format!("{stem}ies"),
+        _ => format!("{k}s"),
+    }
+}
+
+/// The chart's read role lets the controller list and watch every kind the catalog's
+/// definitions need (their roots, the kinds they create that may own pods, the kinds they read
+/// as references): one kind it may not list keeps the live inventory from being listed at
+/// all, and no gang object is written.
+#[test]
+#[ignore = "needs the testbed's helm (see the file's doc)"]
+fn the_read_role_covers_every_kind_the_catalog_watches() {
+    let docs = render("wlmap-system", &[]);
+    let role = docs
+        .iter()
+        .find(|d| {
+            d["kind"] == "ClusterRole"
+                && d["metadata"]["name"]
+                    .as_str()
+                    .is_some_and(|n| n.ends_with("-read"))
+        })
+        .expect("the read ClusterRole");
+    let mut granted = std::collections::BTreeSet::new();
+    for rule in role["rules"].as_array().into_iter().flatten() {
+        let verbs: Vec<&str> = rule["verbs"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        if !(verbs.contains(&"list") && verbs.contains(&"watch")) {
+            continue;
+        }
+        for g in rule["apiGroups"].as_array().into_iter().flatten() {
+            for r in rule["resources"].as_array().into_iter().flatten() {
+                granted.insert((
+                    g.as_str().unwrap_or("").to_string(),
+                    r.as_str().unwrap_or("").to_string(),
+                ));
+            }
+        }
+    }
+    let reg = wlmap_catalog::registry().expect("catalog");
+    let roots: Vec<_> = reg.iter().map(|d| d.root_gvk()).collect();
+    let mut kinds = wlmap_inventory::kinds_to_watch(&reg, &roots);
+    kinds.extend(wlmap_inventory::referenced_kinds(&reg, &roots));
+    let missing: Vec<String> = kinds
+        .into_iter()
+        .map(|k| (k.group.clone(), plural(&k.kind)))
+        .filter(|gr| !granted.contains(gr))
+        .map(|(g, r)| format!("{r}.{g}"))
+        .collect();
+    assert!(missing.is_empty(), "not granted: {missing:?}");
+    assert_eq!(plural("Milvus"), "milvuses");
+    assert_eq!(plural("Sandbox"), "sandboxes");
+    assert_eq!(plural("Policy"), "policies");
+    assert_eq!(plural("Gateway"), "gateways");
+}
+
 #[test]
 #[ignore = "needs the testbed's helm (see the file's doc)"]
 fn the_chart_lints_renders_and_refuses_bad_values() {

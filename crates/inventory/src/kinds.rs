@@ -22,6 +22,15 @@ const NEVER_OWN_PODS: &[(&str, &str)] = &[
     ("discovery.k8s.io", "EndpointSlice"),
     ("rbac.authorization.k8s.io", "Role"),
     ("rbac.authorization.k8s.io", "RoleBinding"),
+    // Routing, autoscaling and scheduling objects the catalog's definitions create.
+    ("gateway.networking.k8s.io", "HTTPRoute"),
+    ("inference.networking.k8s.io", "InferencePool"),
+    ("networking.istio.io", "VirtualService"),
+    ("serving.knative.dev", "Route"),
+    ("autoscaling.internal.knative.dev", "PodAutoscaler"),
+    ("keda.sh", "ScaledObject"),
+    ("scheduler.grove.io", "PodGang"),
+    ("scheduling.volcano.sh", "PodGroup"),
 ];
 
 /// False for kinds that never own pods (Secrets, Services, ...).
@@ -58,4 +67,24 @@ pub fn kinds_to_watch(reg: &Registry, roots: &[GroupVersionKind]) -> BTreeSet<Gr
     }
     want.insert(GroupVersionKind::new("", "v1", "Pod"));
     want
+}
+
+/// The kinds the definitions of these roots read as references, for a live view to watch
+/// (a one-off view reads each reference when it needs it). A referenced kind of the sort that
+/// never owns pods (a ConfigMap, a Secret) is left out: a live view would hold every one the
+/// caller can list; such a reference reads nothing in a live view.
+///
+/// ```
+/// let reg = wlmap_catalog::registry().unwrap();
+/// let trainjob = wlmap_schema::GroupVersionKind::new("trainer.kubeflow.org", "v1alpha1", "TrainJob");
+/// let kinds = wlmap_inventory::referenced_kinds(&reg, &[trainjob]);
+/// assert!(kinds.iter().any(|k| k.kind == "ClusterTrainingRuntime"));
+/// ```
+pub fn referenced_kinds(reg: &Registry, roots: &[GroupVersionKind]) -> BTreeSet<GroupVersionKind> {
+    roots
+        .iter()
+        .filter_map(|r| reg.for_kind(r))
+        .flat_map(|d| d.karta().spec.references.iter().map(|r| r.kind.clone()))
+        .filter(may_own_pods)
+        .collect()
 }
