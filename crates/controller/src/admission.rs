@@ -177,8 +177,12 @@ pub fn judge_karta(
         .into_iter()
         .next()
         .ok_or("no definition")?;
-    wlmap_engine::Definition::compile(karta, wlmap_engine::Origin::Cluster)
-        .map_err(|e| e.to_string())?;
+    // The API server hands over an object, not the user's file: the message names each
+    // component and field and where in its expression the error is; the file's own lines are
+    // for `wlmap validate`.
+    wlmap_engine::Definition::compile(karta, wlmap_engine::Origin::Cluster).map_err(|e| {
+        format!("{e} (`wlmap validate FILE` shows the line and column in the file)")
+    })?;
     let kind = root_kind(obj);
     if req["operation"] == "UPDATE" && !old.is_null() && root_kind(old) != kind {
         let was = root_kind(old);
