@@ -49,14 +49,19 @@ type state struct {
 	mu     sync.Mutex
 	faults []*fault
 	log    []string
+	// epoch counts resets: a request that arrived before a reset (a delayed one from an
+	// earlier step, finishing late) is not logged after it, so each step's log is its own.
+	epoch int
 	// release is closed to let the requests held so far go on; a new one replaces it.
 	release chan struct{}
 }
 
 // hold logs the request as held, then waits until the test releases it.
-func (s *state) hold(line string) {
+func (s *state) hold(epoch int, line string) {
 	s.mu.Lock()
-	s.log = append(s.log, line+" -> held")
+	if epoch == s.epoch {
+		s.log = append(s.log, line+" -> held")
+	}
 	wait := s.release
 	s.mu.Unlock()
 	<-wait
@@ -92,9 +97,19 @@ func (s *state) take(r *http.Request) *fault {
 	return nil
 }
 
-func (s *state) record(line string) {
+// begin returns the epoch a request arrived in.
+func (s *state) begin() int {
 	s.mu.Lock()
-	s.log = append(s.log, line)
+	defer s.mu.Unlock()
+	return s.epoch
+}
+
+// record logs a request's outcome, unless a reset came between its arrival and now.
+func (s *state) record(epoch int, line string) {
+	s.mu.Lock()
+	if epoch == s.epoch {
+		s.log = append(s.log, line)
+	}
 	s.mu.Unlock()
 }
 
@@ -179,6 +194,7 @@ func main() {
 		st.releaseAll()
 		st.mu.Lock()
 		st.faults, st.log = nil, nil
+		st.epoch++
 		st.mu.Unlock()
 		fmt.Fprintln(w, "reset")
 	})
@@ -189,23 +205,24 @@ func main() {
 	})
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		line := r.Method + " " + r.URL.RequestURI()
+		epoch := st.begin()
 		f := st.take(r)
 		if f != nil {
 			switch f.kind {
 			case "429":
-				st.record(line + " -> 429 (injected)")
+				st.record(epoch, line+" -> 429 (injected)")
 				status(w, http.StatusTooManyRequests, "TooManyRequests", "too many requests, please try again later")
 				return
 			case "503":
-				st.record(line + " -> 503 (injected)")
+				st.record(epoch, line+" -> 503 (injected)")
 				status(w, http.StatusServiceUnavailable, "ServiceUnavailable", "the server is currently unable to handle the request")
 				return
 			case "410":
-				st.record(line + " -> 410 (injected)")
+				st.record(epoch, line+" -> 410 (injected)")
 				status(w, http.StatusGone, "Expired", "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.")
 				return
 			case "drop":
-				st.record(line + " -> dropped (injected)")
+				st.record(epoch, line+" -> dropped (injected)")
 				if hj, ok := w.(http.Hijacker); ok {
 					if c, _, err := hj.Hijack(); err == nil {
 						c.Close()
@@ -216,7 +233,7 @@ func main() {
 			case "delay":
 				time.Sleep(f.delay)
 			case "hold":
-				st.hold(line)
+				st.hold(epoch, line)
 			}
 		}
 		// The proxy authenticates upstream with its own client certificate; the caller's
@@ -224,7 +241,7 @@ func main() {
 		r.Header.Del("Authorization")
 		sw := &statusWriter{ResponseWriter: w, code: http.StatusOK}
 		proxy.ServeHTTP(sw, r)
-		st.record(fmt.Sprintf("%s -> %d", line, sw.code))
+		st.record(epoch, fmt.Sprintf("%s -> %d", line, sw.code))
 	})
 
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

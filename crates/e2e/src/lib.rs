@@ -490,14 +490,18 @@ impl FaultProxy {
         self.control("/__release");
     }
 
-    /// Wait until the request log has a line that contains `needle` (bounded: a proxy that
-    /// never sees it fails the test instead of hanging it).
-    pub fn wait_for_log(&self, needle: &str) {
+    /// Wait until the request log has a line that contains every one of `needles` (bounded:
+    /// a proxy that never logs it fails the test instead of hanging it).
+    pub fn wait_for_log(&self, needles: &[&str]) {
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-        while !self.log().iter().any(|l| l.contains(needle)) {
+        while !self
+            .log()
+            .iter()
+            .any(|l| needles.iter().all(|n| l.contains(n)))
+        {
             assert!(
                 std::time::Instant::now() < deadline,
-                "the proxy never logged `{needle}`: {:#?}",
+                "the proxy never logged a line with {needles:?}: {:#?}",
                 self.log()
             );
             std::thread::sleep(std::time::Duration::from_millis(50));

@@ -137,16 +137,18 @@ fn cluster_faults_are_retried_bounded_and_never_partial() {
     proxy.reset();
     proxy.arm("hold", 1, true, 0);
     let child = proxy.spawn_wlmap(&get);
-    proxy.wait_for_log("-> held");
+    proxy.wait_for_log(&["continue=", "-> held"]);
     tb.stop_api_server();
     proxy.release();
-    proxy.wait_for_log("-> 502");
+    proxy.wait_for_log(&["continue=", "-> 502"]);
     tb.start_api_server();
     let o = child.wait_with_output().expect("wlmap");
     assert_eq!(names(&o), all, "complete after the restart");
     let log = proxy.log();
     let held = log.iter().position(|l| l.ends_with("-> held"));
-    let down = log.iter().position(|l| l.ends_with("-> 502"));
+    let down = log
+        .iter()
+        .position(|l| l.contains("continue=") && l.ends_with("-> 502"));
     assert!(
         held.is_some_and(|h| log[h].contains("continue=")) && held < down,
         "the page after the first was held, then met the server down: {log:#?}"
@@ -173,7 +175,7 @@ fn cluster_faults_are_retried_bounded_and_never_partial() {
         "kai-scheduler",
     ];
     let child = proxy.spawn_wlmap(&set);
-    proxy.wait_for_log("-> held");
+    proxy.wait_for_log(&["PUT ", "-> held"]);
     tb.kubectl(
         &[
             "label",
