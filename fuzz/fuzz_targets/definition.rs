@@ -1,4 +1,5 @@
-//! Definition text → strict decode (the fast YAML reader checked against serde-saphyr) →
+//! Definition text → strict decode (the fast YAML reader checked against serde-saphyr) and
+//! the compatible decode (unknown fields dropped; checked against the strict one) →
 //! structural validation → compile of every expression.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
@@ -14,8 +15,25 @@ fuzz_target!(|data: &[u8]| {
         (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string()),
         (a, b) => panic!("fast YAML reader differs: {a:?} vs {b:?}"),
     }
-    let Ok(kartas) = decoded else {
-        return;
+    // The compatible reading is the strict one wherever that succeeds; where it drops fields,
+    // what is left is a definition the strict decoder takes back unchanged.
+    let kartas = match (decoded, wlmap_schema::decode_compatible(text, "fuzz.yaml")) {
+        (Ok(strict), Ok(c)) => {
+            assert_eq!(strict, c.kartas, "compatible decode differs");
+            assert!(c.ignored.is_empty(), "{:?}", c.ignored);
+            strict
+        }
+        (Err(_), Ok(c)) => {
+            assert!(!c.ignored.is_empty(), "refused strictly, nothing ignored");
+            for k in &c.kartas {
+                let json = serde_json::to_string(k).expect("serialize");
+                let back = wlmap_schema::decode_one(&json, "back.json").expect("strict");
+                assert_eq!(&back, k, "pruned definition does not read back");
+            }
+            c.kartas
+        }
+        (Ok(_), Err(e)) => panic!("strict decode took what the compatible one refused: {e}"),
+        (Err(_), Err(_)) => return,
     };
     let source = wlmap_schema::Source {
         file: "fuzz.yaml",

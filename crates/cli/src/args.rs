@@ -99,7 +99,7 @@ pub enum Command {
         after_help = "Examples:\n  wlmap definitions\n  wlmap definitions jobset-x-k8s-io-jobset-v1alpha2 -o yaml > jobset-karta.yaml"
     )]
     Definitions(DefinitionsArgs),
-    /// Check definition files: strict decoding, structure, expressions.
+    /// Check definition files: decoding (an unknown field is a warning), structure, expressions.
     #[command(
         after_help = "Examples:\n  wlmap validate my-karta.yaml\n  wlmap validate defs/*.yaml"
     )]
@@ -245,6 +245,10 @@ pub struct ValidateArgs {
     /// The target kind's CRD, to check that spec paths exist there.
     #[arg(long, value_name = "CRD_FILE")]
     pub crd: Option<PathBuf>,
+    /// Count warnings as errors (an unknown field, which the format's Go implementation
+    /// ignores, among them): exit 5 when there is one.
+    #[arg(long)]
+    pub strict: bool,
 }
 
 /// `set`.

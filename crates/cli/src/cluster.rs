@@ -53,11 +53,17 @@ impl Connection {
                         .and_then(|v| v.as_str())
                         .unwrap_or("?")
                         .to_string();
-                    // The strict decoder, as for files: unknown fields are refused with their
-                    // place, and legacy ResourceInterface objects are converted.
+                    // Decoded as files are: an unknown field (a CRD other than wlmap's may
+                    // keep them) is dropped with a warning, and legacy ResourceInterface
+                    // objects are converted.
                     let text = it.to_string();
-                    match wlmap_schema::decode(&text, &format!("kartas.run.ai/{name}")) {
-                        Ok(ks) => out.extend(ks),
+                    match wlmap_schema::decode_compatible(&text, &format!("kartas.run.ai/{name}")) {
+                        Ok(d) => {
+                            for ignored in &d.ignored {
+                                eprintln!("wlmap: warning: {ignored}");
+                            }
+                            out.extend(d.kartas)
+                        }
                         Err(e) => {
                             eprintln!("wlmap: warning: cluster definition {name} skipped: {e}")
                         }

@@ -37,7 +37,11 @@ pub fn registry(
         for p in paths {
             let text = crate::source::read_input(&p)?;
             let name = p.display().to_string();
-            for k in wlmap_schema::decode(&text, &name)? {
+            let decoded = wlmap_schema::decode_compatible(&text, &name)?;
+            for ignored in &decoded.ignored {
+                eprintln!("wlmap: warning: {ignored}");
+            }
+            for k in decoded.kartas {
                 let d = Definition::compile(k, Origin::File)
                     .map_err(|e| invalid(format!("{name}: {e}")))?;
                 reg.insert(d);

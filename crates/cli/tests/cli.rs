@@ -280,10 +280,52 @@ fn validate_points_at_the_unknown_field() {
     let f = dir.path().join("k.yaml");
     std::fs::write(&f, "apiVersion: run.ai/v1alpha1\nkind: Karta\nmetadata: {name: x}\nspec:\n  structureDefinition:\n    rootComponent:\n      name: x\n      kind: {group: a.io, version: v1, kind: X}\n      statusDefinition: {statusMappings: {running: [{byPhase: Running}]}}\n    childComponents:\n    - name: w\n      ownerName: x\n").expect("write");
     let o = wlmap(&["validate", f.to_str().expect("utf8")]);
+    // The misspelt `ownerRef` is dropped (as the Go implementation drops it), so the child
+    // has no parent: an error, and the warning says why.
     assert_eq!(o.status.code(), Some(5));
     let out = String::from_utf8_lossy(&o.stdout);
-    assert!(out.contains("k.yaml:12:"), "{out}");
-    assert!(out.contains("ownerName"), "{out}");
+    assert!(
+        out.contains(
+            "k.yaml:12:7: warning: unknown field `spec.structureDefinition.childComponents[0].ownerName`"
+        ),
+        "{out}"
+    );
+    assert!(out.contains("error:"), "{out}");
+}
+
+#[test]
+fn an_unknown_field_is_a_warning_as_the_go_implementation_ignores_it() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let f = dir.path().join("k.yaml");
+    let text = "apiVersion: run.ai/v1alpha1\nkind: Karta\nmetadata: {name: widget}\nspec:\n  structureDefinition:\n    rootComponent:\n      name: widget\n      kind: {group: example.io, version: v1, kind: Widget}\n      description: a field of no release of the format\n      specDefinition: {podTemplateSpecPath: .spec.template}\n      statusDefinition: {phaseDefinition: {path: .status.phase}, statusMappings: {running: [{byPhase: Running}]}}\n";
+    std::fs::write(&f, text).expect("write");
+    let path = f.to_str().expect("utf8");
+    let o = wlmap(&["validate", path]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    assert!(
+        out.contains("k.yaml:9:7: warning: unknown field `spec.structureDefinition.rootComponent.description`"),
+        "{out}"
+    );
+    assert!(out.contains("k.yaml: ok: 1 definition(s): widget"), "{out}");
+    // --strict counts the warning as an error.
+    let o = wlmap(&["validate", "--strict", path]);
+    assert_eq!(o.status.code(), Some(5));
+    assert!(
+        stderr(&o).contains("0 error(s), 1 warning(s)"),
+        "{}",
+        stderr(&o)
+    );
+    // Loaded with --definitions: used, with the warning on stderr.
+    let o = wlmap(&["--demo", "--definitions", path, "definitions"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("widget"));
+    assert!(
+        stderr(&o).contains("wlmap: warning: ")
+            && stderr(&o).contains("rootComponent.description` ignored"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 #[test]

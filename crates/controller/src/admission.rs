@@ -135,11 +135,12 @@ fn gangs(karta: &Value) -> bool {
     !g["podGroup"].is_null() || g["podGroups"].as_array().is_some_and(|a| !a.is_empty())
 }
 
-/// Judge a Karta being created or updated: what `wlmap validate` refuses (strict decoding,
+/// Judge a Karta being created or updated: what `wlmap validate` refuses (decoding,
 /// structure, expressions), a second Karta with gang instructions for a root kind that
 /// already has one (KAI Scheduler's pod-grouper drops both when two match), and a change of
 /// an existing Karta's root kind. An update that leaves the spec as it was (labels, status)
-/// is always allowed. `others` are the Kartas that exist, by name.
+/// is always allowed. `others` are the Kartas that exist, by name. Allowed, it may carry a
+/// warning for the client (unknown fields, ignored as the format's Go implementation does).
 ///
 /// ```
 /// use serde_json::json;
@@ -155,7 +156,11 @@ fn gangs(karta: &Value) -> bool {
 ///     "kind": {"group": "run.ai", "version": "v1alpha1", "kind": "Karta"}, "object": obj, "oldObject": old}});
 /// let others = std::collections::BTreeMap::from([("a".to_string(), karta("a", "Widget"))]);
 /// use wlmap_controller::admission::judge_karta;
-/// assert!(judge_karta(&review(karta("b", "Gadget"), serde_json::Value::Null), &others).is_ok());
+/// assert_eq!(judge_karta(&review(karta("b", "Gadget"), serde_json::Value::Null), &others), Ok(None));
+/// let mut odd = karta("c", "Gizmo");
+/// odd["spec"]["structureDefinition"]["rootComponent"]["ownerName"] = json!("x");
+/// let warned = judge_karta(&review(odd, serde_json::Value::Null), &others).unwrap().unwrap();
+/// assert!(warned.contains("spec.structureDefinition.rootComponent.ownerName"));
 /// let twice = judge_karta(&review(karta("b", "Widget"), serde_json::Value::Null), &others);
 /// assert!(twice.unwrap_err().contains("already"));
 /// let moved = judge_karta(&review(karta("a", "Gadget"), karta("a", "Widget")), &others);
@@ -164,19 +169,27 @@ fn gangs(karta: &Value) -> bool {
 pub fn judge_karta(
     review: &Value,
     others: &std::collections::BTreeMap<String, Value>,
-) -> Result<(), String> {
+) -> Result<Option<String>, String> {
     let req = &review["request"];
     let obj = &req["object"];
     let old = &req["oldObject"];
     if req["operation"] == "UPDATE" && obj["spec"] == old["spec"] {
-        return Ok(());
+        return Ok(None);
     }
     let name = obj["metadata"]["name"].as_str().unwrap_or("?");
-    let karta = wlmap_schema::decode(&obj.to_string(), &format!("kartas.run.ai/{name}"))
-        .map_err(|e| e.to_string())?
-        .into_iter()
-        .next()
-        .ok_or("no definition")?;
+    // Read as the format's Go implementation reads it: an unknown field (which the API
+    // server keeps only under a CRD other than wlmap's) is let through with a warning.
+    let decoded =
+        wlmap_schema::decode_compatible(&obj.to_string(), &format!("kartas.run.ai/{name}"))
+            .map_err(|e| e.to_string())?;
+    let warning = (!decoded.ignored.is_empty()).then(|| {
+        let paths: Vec<&str> = decoded.ignored.iter().map(|i| i.path.as_str()).collect();
+        format!(
+            "unknown fields ignored, as the format's Go implementation ignores them: {}",
+            paths.join(", ")
+        )
+    });
+    let karta = decoded.kartas.into_iter().next().ok_or("no definition")?;
     // The API server hands over an object, not the user's file: the message names each
     // component and field and where in its expression the error is; the file's own lines are
     // for `wlmap validate`.
@@ -202,5 +215,5 @@ pub fn judge_karta(
             ));
         }
     }
-    Ok(())
+    Ok(warning)
 }

@@ -1,10 +1,11 @@
 //! The definitions in force: the catalog, overridden by `kartas.run.ai` objects of the same
-//! kind (decoded strictly, legacy ResourceInterface converted; a bad one is skipped and said).
+//! kind (unknown fields dropped and named, legacy ResourceInterface converted; a bad one is
+//! skipped and said).
 
 use serde_json::Value;
 use wlmap_engine::{Definition, Origin, Registry};
 
-/// The catalog plus these Karta objects; the warnings say what was skipped and why.
+/// The catalog plus these Karta objects; the warnings say what was skipped or ignored, and why.
 ///
 /// ```
 /// let (reg, warnings) = wlmap_controller::definitions::registry(&[serde_json::json!({"kind": "Karta"})]);
@@ -22,10 +23,12 @@ pub fn registry(kartas: &[Value]) -> (Registry, Vec<String>) {
     };
     for it in kartas {
         let name = it["metadata"]["name"].as_str().unwrap_or("?");
-        let decoded = wlmap_schema::decode(&it.to_string(), &format!("kartas.run.ai/{name}"));
+        let decoded =
+            wlmap_schema::decode_compatible(&it.to_string(), &format!("kartas.run.ai/{name}"));
         match decoded {
-            Ok(ks) => {
-                for k in ks {
+            Ok(d) => {
+                warnings.extend(d.ignored.iter().map(|i| format!("definition {name}: {i}")));
+                for k in d.kartas {
                     match Definition::compile(k, Origin::Cluster) {
                         Ok(d) => reg.insert(d),
                         Err(e) => warnings.push(format!("definition {name} skipped: {e}")),
@@ -39,7 +42,7 @@ pub fn registry(kartas: &[Value]) -> (Registry, Vec<String>) {
 }
 
 /// What a Karta object should carry that the controller keeps: the labels KAI Scheduler finds
-/// it by, and its conditions (`Valid`: decodes strictly and compiles; `KindServed`: the API
+/// it by, and its conditions (`Valid`: decodes (unknown fields ignored and named) and compiles; `KindServed`: the API
 /// server serves its root kind; `SchemaMatches`: every path it reads is in its kind's CRD
 /// schema, as `wlmap check` finds).
 #[derive(Debug, Clone, PartialEq)]
@@ -74,15 +77,16 @@ pub type SchemaFindings = Option<Vec<String>>;
 /// ```
 pub fn upkeep(obj: &Value, served: bool, schema: SchemaFindings, now: &str) -> Upkeep {
     let name = obj["metadata"]["name"].as_str().unwrap_or("?");
-    let verdict = wlmap_schema::decode(&obj.to_string(), &format!("kartas.run.ai/{name}"))
-        .map_err(|e| e.to_string())
-        .and_then(|ks| {
-            let k = ks.into_iter().next().ok_or("no definition")?;
-            let labels = k.lookup_labels();
-            Definition::compile(k, Origin::Cluster)
-                .map(|_| labels)
-                .map_err(|e| e.to_string())
-        });
+    let verdict =
+        wlmap_schema::decode_compatible(&obj.to_string(), &format!("kartas.run.ai/{name}"))
+            .map_err(|e| e.to_string())
+            .and_then(|d| {
+                let ignored: Vec<String> = d.ignored.iter().map(|i| i.path.clone()).collect();
+                let k = d.kartas.into_iter().next().ok_or("no definition")?;
+                Definition::compile(k, Origin::Cluster)
+                    .map(|_| ignored)
+                    .map_err(|e| e.to_string())
+            });
     let root = &obj["spec"]["structureDefinition"]["rootComponent"]["kind"];
     let text = |k: &str| root[k].as_str().unwrap_or("").to_string();
     let want: std::collections::BTreeMap<String, String> = [
@@ -125,11 +129,20 @@ pub fn upkeep(obj: &Value, served: bool, schema: SchemaFindings, now: &str) -> U
     };
     let mut conditions = vec![
         match &verdict {
-            Ok(_) => condition(
+            Ok(ignored) if ignored.is_empty() => condition(
                 "Valid",
                 true,
                 "Valid",
                 "the definition decodes and compiles".into(),
+            ),
+            Ok(ignored) => condition(
+                "Valid",
+                true,
+                "UnknownFieldsIgnored",
+                format!(
+                    "the definition decodes and compiles; unknown fields ignored, as the format's Go implementation ignores them: {}",
+                    ignored.join(", ")
+                ),
             ),
             Err(e) => condition("Valid", false, "Invalid", e.clone()),
         },
@@ -165,5 +178,55 @@ pub fn upkeep(obj: &Value, served: bool, schema: SchemaFindings, now: &str) -> U
     Upkeep {
         labels,
         conditions: changed.then_some(conditions),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A Karta with a field the format does not have, as a CRD that keeps unknown fields
+    /// (the Go project's, say) would store it.
+    fn karta_with_unknown_field() -> Value {
+        serde_json::json!({"apiVersion": "run.ai/v1alpha1", "kind": "Karta",
+            "metadata": {"name": "widget", "generation": 2},
+            "spec": {"structureDefinition": {"rootComponent": {"name": "widget",
+                "kind": {"group": "example.io", "version": "v1", "kind": "Widget"},
+                "description": "not a field of the format",
+                "specDefinition": {"podTemplateSpecPath": ".spec.template"},
+                "statusDefinition": {"phaseDefinition": {"path": ".status.phase"},
+                    "statusMappings": {"running": [{"byPhase": "Running"}]}}}}}})
+    }
+
+    #[test]
+    fn an_unknown_field_leaves_the_karta_valid_and_is_named() {
+        let u = upkeep(
+            &karta_with_unknown_field(),
+            true,
+            None,
+            "2026-12-03T00:00:00Z",
+        );
+        let c = u.conditions.expect("conditions");
+        let valid = c.iter().find(|c| c["type"] == "Valid").expect("Valid");
+        assert_eq!(valid["status"], "True");
+        assert_eq!(valid["reason"], "UnknownFieldsIgnored");
+        assert!(
+            valid["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("spec.structureDefinition.rootComponent.description")),
+            "{valid}"
+        );
+    }
+
+    #[test]
+    fn an_unknown_field_is_loaded_with_a_warning() {
+        let (reg, warnings) = registry(&[karta_with_unknown_field()]);
+        assert!(reg.iter().any(|d| d.name() == "widget"));
+        assert!(
+            warnings
+                .iter()
+                .any(|w| w.starts_with("definition widget: ") && w.contains("description")),
+            "{warnings:?}"
+        );
     }
 }

@@ -203,8 +203,9 @@ async fn schema_findings(
     let api: kube::Api<CustomResourceDefinition> = kube::Api::all(shared.client.clone());
     let crd = api.get_opt(&format!("{plural}.{group}")).await.ok()??;
     let crd = wlmap_author::Crd::from_value(&serde_json::to_value(crd).ok()?).ok()?;
-    let karta = wlmap_schema::decode(&k.to_string(), "karta")
+    let karta = wlmap_schema::decode_compatible(&k.to_string(), "karta")
         .ok()?
+        .kartas
         .into_iter()
         .next()?;
     Some(

@@ -23,9 +23,9 @@ pub fn review_karta(shared: &Arc<Shared>, review: &Value) -> Value {
         crate::admission::judge_karta(review, &kartas)
     };
     match verdict {
-        Ok(()) => {
+        Ok(warning) => {
             Metrics::count(&shared.metrics.karta_reviews, "result", "allowed");
-            answer(review, None, None)
+            answer(review, None, warning.as_deref())
         }
         Err(why) => {
             Metrics::count(&shared.metrics.karta_reviews, "result", "denied");

@@ -72,7 +72,7 @@ pub fn decode_with_saphyr(text: &str, file: &str) -> Result<Vec<Karta>, Error> {
 }
 
 /// A JSON text (an object or an array first), read by serde_json rather than as YAML.
-fn looks_like_json(text: &str) -> bool {
+pub(crate) fn looks_like_json(text: &str) -> bool {
     let trimmed = text.trim_start();
     trimmed.starts_with('{') || trimmed.starts_with('[')
 }
@@ -86,7 +86,7 @@ fn is_list(values: &[serde_json::Value]) -> bool {
 
 /// The definitions of decoded documents, `List`s unpacked, each decoded by `decode_item`.
 /// Errors have no line: the callers that can locate them decode from the text instead.
-fn from_values(
+pub(crate) fn from_values(
     values: &[serde_json::Value],
     file: &str,
     decode_item: impl Fn(&serde_json::Value) -> Result<Karta, serde_json::Error>,
@@ -141,7 +141,7 @@ pub fn decode_one(text: &str, file: &str) -> Result<Karta, Error> {
 }
 
 /// Check apiVersion/kind and convert a legacy `ResourceInterface` into a `Karta`.
-fn convert(mut k: Karta, file: &str) -> Result<Karta, Error> {
+pub(crate) fn convert(mut k: Karta, file: &str) -> Result<Karta, Error> {
     match (k.api_version.as_str(), k.kind.as_str()) {
         (API_VERSION, KIND) => Ok(k),
         (LEGACY_API_VERSION, LEGACY_KIND) => {

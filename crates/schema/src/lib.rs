@@ -28,6 +28,7 @@
 //! assert!(findings.iter().all(|f| f.severity != wlmap_schema::Severity::Error));
 //! ```
 
+mod compatible;
 mod crd;
 mod decode;
 mod error;
@@ -37,6 +38,7 @@ mod objects;
 mod types;
 mod validate;
 
+pub use compatible::{Decoded, IgnoredField, decode_compatible};
 pub use crd::karta_crd;
 pub use decode::{decode, decode_one, decode_with_saphyr, options as yaml_options};
 pub use error::{Error, Result};
