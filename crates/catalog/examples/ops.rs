@@ -227,14 +227,14 @@ fn pods(kind: &str, def: &Definition, root: &Value, objects: &[Value]) {
         })
         .expect("a workers pod")
         .clone();
-    // attribute_10k: even pods belong to the workload (owned by its worker Job), odd pods to
-    // another JobSet's Job. wlmap attributes by owner chain, so the fixture's Jobs are inputs.
-    let jobs: Vec<Value> = objects
-        .iter()
-        .filter(|o| o["kind"] == "Job")
-        .cloned()
-        .collect();
-    let pods: Vec<Value> = (0..10_000)
+    attribute_10k(kind, def, root, objects, &tmpl);
+    gang_1k(kind, def, root, &tmpl);
+}
+
+/// 10,000 copies of the pod: even ones owned by the workload's worker Job, odd ones by
+/// another JobSet's Job.
+fn pods_10k(tmpl: &Value) -> Vec<Value> {
+    (0..10_000)
         .map(|i| {
             let mut p = tmpl.clone();
             p["metadata"]["name"] = json!(format!("bench-pod-{i:05}"));
@@ -257,7 +257,18 @@ fn pods(kind: &str, def: &Definition, root: &Value, objects: &[Value]) {
             }
             p
         })
+        .collect()
+}
+
+/// `attribute_10k` (objects built inside the timing) and `attribute_10k_warm`. wlmap
+/// attributes by owner chain, so the fixture's Jobs are inputs too.
+fn attribute_10k(kind: &str, def: &Definition, root: &Value, objects: &[Value], tmpl: &Value) {
+    let jobs: Vec<Value> = objects
+        .iter()
+        .filter(|o| o["kind"] == "Job")
+        .cloned()
         .collect();
+    let pods = pods_10k(tmpl);
     let root_obj = Object::new(root.clone());
     let w0 = wlmap_engine::resolve(def, &root_obj).expect("resolves");
     let attribute = |objs: &[Object]| {
@@ -304,9 +315,10 @@ fn pods(kind: &str, def: &Definition, root: &Value, objects: &[Value]) {
         },
         &note,
     );
+}
 
-    // gang_1k: the fixture JobSet with one replicated job `workers` of 1,000 Jobs x 1 pod.
-    let n = 1_000;
+/// The fixture JobSet with one replicated job `workers` of `n` Jobs x 1 pod, all running.
+fn big_jobset(root: &Value, n: usize) -> Value {
     let mut big = root.clone();
     let mut workers = big["spec"]["replicatedJobs"]
         .as_array()
@@ -319,6 +331,11 @@ fn pods(kind: &str, def: &Definition, root: &Value, objects: &[Value]) {
     big["spec"]["replicatedJobs"] = json!([workers]);
     big["status"]["replicatedJobsStatus"] = json!([{"name": "workers", "active": n, "ready": n,
         "failed": 0, "succeeded": 0, "suspended": 0}]);
+    big
+}
+
+/// The `n` Jobs of [`big_jobset`] and their pods, as the Job controller labels them.
+fn big_jobset_children(root: &Value, tmpl: &Value, n: usize) -> Vec<Value> {
     let root_uid = root["metadata"]["uid"].clone();
     let mut inputs = Vec::new();
     for i in 0..n {
@@ -345,6 +362,14 @@ fn pods(kind: &str, def: &Definition, root: &Value, objects: &[Value]) {
         p["metadata"]["ownerReferences"][0]["uid"] = json!(job_uid);
         inputs.push(p);
     }
+    inputs
+}
+
+/// `gang_1k` (pods attributed beforehand) and `gang_1k_full` (resolve + attribute + gangs).
+fn gang_1k(kind: &str, def: &Definition, root: &Value, tmpl: &Value) {
+    let n = 1_000;
+    let big = big_jobset(root, n);
+    let inputs = big_jobset_children(root, tmpl, n);
     let big_obj = Object::new(big.clone());
     let objs: Vec<Object> = inputs.iter().cloned().map(Object::new).collect();
     let pods_only: Vec<Object> = objs.iter().filter(|o| o.is_pod()).cloned().collect();

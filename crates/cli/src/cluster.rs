@@ -103,7 +103,7 @@ impl Connection {
             if progress {
                 eprint!(
                     "\r\u{1b}[2Klisting {} ({}/{})",
-                    k.resource.plural,
+                    k.plural,
                     i + 1,
                     kinds.len()
                 );
@@ -153,11 +153,8 @@ impl Connection {
         })?;
         let mut obj = obj;
         if let Some(m) = obj.as_object_mut() {
-            m.insert(
-                "apiVersion".into(),
-                kind.resource.api_version.clone().into(),
-            );
-            m.insert("kind".into(), kind.resource.kind.clone().into());
+            m.insert("apiVersion".into(), kind.api_version().into());
+            m.insert("kind".into(), kind.kind.clone().into());
         }
         set.objects.push(Object::new(obj));
         let kinds = self.kinds_below(gvk, reg)?;
@@ -183,9 +180,9 @@ impl Connection {
             .chain([GroupVersionKind::new("", "v1", "Pod")])
         {
             if let Some(k) = self.kind(&child)?
-                && !kinds.iter().any(|x: &Kind| {
-                    x.resource.kind == k.resource.kind && x.resource.group == k.resource.group
-                })
+                && !kinds
+                    .iter()
+                    .any(|x: &Kind| x.group_kind() == k.group_kind())
             {
                 kinds.push(k);
             }
@@ -222,11 +219,7 @@ impl Connection {
         let mut kinds: Vec<Kind> = Vec::new();
         for g in &want {
             if let Some(k) = self.kind(g)?
-                && !kinds.iter().any(|x| {
-                    x.resource.kind == k.resource.kind
-                        && x.resource.group == k.resource.group
-                        && x.resource.version == k.resource.version
-                })
+                && !kinds.iter().any(|x| x.gvk() == k.gvk())
             {
                 kinds.push(k);
             }

@@ -6,12 +6,12 @@ use crate::gangs::{Action, desired, plan};
 use crate::metrics::Metrics;
 use crate::state::{Shared, log};
 use kube::api::{DeleteParams, DynamicObject, Patch, PatchParams, Preconditions};
-use kube::discovery::ApiResource;
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::Duration;
 use wlmap_engine::SchedulerFormat;
 use wlmap_inventory::ObjectKey;
+use wlmap_kube::Kind;
 
 /// The field manager of every write.
 pub const FIELD_MANAGER: &str = "wlmap-controller";
@@ -22,16 +22,13 @@ pub const FIELD_MANAGER: &str = "wlmap-controller";
 /// let r = wlmap_controller::reconcile::gang_resource(wlmap_engine::SchedulerFormat::Native);
 /// assert_eq!((r.group.as_str(), r.version.as_str(), r.plural.as_str()), ("scheduling.k8s.io", "v1beta1", "podgroups"));
 /// ```
-pub fn gang_resource(format: SchedulerFormat) -> ApiResource {
+pub fn gang_resource(format: SchedulerFormat) -> Kind {
     let (group, version) = match format {
         SchedulerFormat::Coscheduling => ("scheduling.x-k8s.io", "v1alpha1"),
         SchedulerFormat::Volcano => ("scheduling.volcano.sh", "v1beta1"),
         _ => ("scheduling.k8s.io", "v1beta1"),
     };
-    ApiResource::from_gvk_with_plural(
-        &kube::api::GroupVersionKind::gvk(group, version, "PodGroup"),
-        "podgroups",
-    )
+    Kind::new(group, version, "PodGroup", "podgroups", true)
 }
 
 /// What a reconcile did (the `result` label of its metric).
@@ -127,8 +124,11 @@ pub async fn reconcile(shared: &Shared, key: &ObjectKey) -> Result<Outcome, Stri
             .unwrap_or_else(|e| e.into_inner())
             .concerning(&ns, &names, &uid)
     };
-    let api: kube::Api<DynamicObject> =
-        kube::Api::namespaced_with(shared.client.clone(), &ns, &gang_resource(format));
+    let api: kube::Api<DynamicObject> = kube::Api::namespaced_with(
+        shared.client.clone(),
+        &ns,
+        &gang_resource(format).api_resource(),
+    );
     let mut outcome = Outcome::Unchanged;
     for action in plan(&want, &existing, &uid) {
         match action {

@@ -6,7 +6,6 @@
 use crate::state::{Shared, log};
 use futures::StreamExt;
 use kube::api::{DynamicObject, Patch, PatchParams};
-use kube::discovery::ApiResource;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -16,11 +15,8 @@ use wlmap_inventory::{Fed, Feed, FeedEvent, ObjectKey};
 use wlmap_kube::{Kind, WatchEvent};
 use wlmap_schema::{GroupKind, GroupVersionKind};
 
-fn karta_resource() -> ApiResource {
-    ApiResource::from_gvk_with_plural(
-        &kube::api::GroupVersionKind::gvk("run.ai", "v1alpha1", "Karta"),
-        "kartas",
-    )
+fn karta_resource() -> kube::discovery::ApiResource {
+    wlmap_kube::Cluster::karta_kind().api_resource()
 }
 
 pub(crate) async fn list_kartas(client: &kube::Client) -> BTreeMap<String, Value> {
@@ -74,10 +70,7 @@ pub(crate) async fn watch_kartas(
     client: kube::Client,
     mut kartas: BTreeMap<String, Value>,
 ) {
-    let kind = Kind {
-        resource: karta_resource(),
-        namespaced: false,
-    };
+    let kind = wlmap_kube::Cluster::karta_kind();
     let spec_of = |m: &BTreeMap<String, Value>| -> BTreeMap<String, String> {
         m.iter()
             .map(|(k, v)| (k.clone(), v["spec"].to_string()))
@@ -222,17 +215,13 @@ const DISCOVERY_LAG: [Duration; 2] = [Duration::from_secs(1), Duration::from_sec
 /// Follow CustomResourceDefinitions: a kind a definition names may be served only later
 /// (its CRD installed after the controller started), or no longer.
 pub(crate) async fn watch_crds(shared: Arc<Shared>, client: kube::Client) {
-    let kind = Kind {
-        resource: ApiResource::from_gvk_with_plural(
-            &kube::api::GroupVersionKind::gvk(
-                "apiextensions.k8s.io",
-                "v1",
-                "CustomResourceDefinition",
-            ),
-            "customresourcedefinitions",
-        ),
-        namespaced: false,
-    };
+    let kind = Kind::new(
+        "apiextensions.k8s.io",
+        "v1",
+        "CustomResourceDefinition",
+        "customresourcedefinitions",
+        false,
+    );
     let mut stream = wlmap_kube::watch_stream(&client, "", &[kind], None);
     let mut listed = false;
     let mut said = std::collections::BTreeSet::new();
@@ -280,9 +269,7 @@ async fn kinds_for(
     want.extend(wlmap_inventory::referenced_kinds(reg, &roots));
     for g in want {
         if let Some(k) = wlmap_kube::kind_in(&d, &g)
-            && !kinds
-                .iter()
-                .any(|x| x.resource.group == k.resource.group && x.resource.kind == k.resource.kind)
+            && !kinds.iter().any(|x| x.group_kind() == k.group_kind())
         {
             kinds.push(k);
         }
@@ -311,10 +298,7 @@ pub(crate) async fn watch_workloads(shared: Arc<Shared>, watch_client: kube::Cli
                 continue;
             }
         };
-        let gks: Vec<GroupKind> = kinds
-            .iter()
-            .map(|k| GroupKind::new(&k.resource.group, &k.resource.kind))
-            .collect();
+        let gks: Vec<GroupKind> = kinds.iter().map(|k| k.group_kind()).collect();
         log(
             "info",
             "watching",
@@ -349,7 +333,7 @@ pub(crate) async fn watch_workloads(shared: Arc<Shared>, watch_client: kube::Cli
 fn same_kinds(a: &[Kind], b: &[Kind]) -> bool {
     let set = |k: &[Kind]| -> std::collections::BTreeSet<(String, String)> {
         k.iter()
-            .map(|k| (k.resource.group.clone(), k.resource.kind.clone()))
+            .map(|k| (k.group.clone(), k.kind.clone()))
             .collect()
     };
     set(a) == set(b)
@@ -400,10 +384,7 @@ fn on_workload_event(
 /// Keep the store of gang objects that exist; one of ours deleted by someone else is
 /// written again (its workload is queued).
 pub(crate) async fn watch_gang_objects(shared: Arc<Shared>, watch_client: kube::Client) {
-    let kind = Kind {
-        resource: crate::reconcile::gang_resource(shared.opts.format),
-        namespaced: true,
-    };
+    let kind = crate::reconcile::gang_resource(shared.opts.format);
     let mut stream = wlmap_kube::watch_stream(&watch_client, "", &[kind], None);
     let mut listing: Option<Vec<Value>> = None;
     let mut said = std::collections::BTreeSet::new();

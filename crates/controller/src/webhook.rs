@@ -131,13 +131,13 @@ async fn fetch(shared: &Shared, r: &OwnerRef) -> Result<Object, String> {
         .read()
         .unwrap_or_else(|e| e.into_inner())
         .iter()
-        .find(|k| k.resource.group == gk.group && k.resource.kind == gk.kind)
+        .find(|k| k.group_kind() == gk)
         .cloned()
         .ok_or_else(|| format!("{} is not watched", r.kind))?;
     let api: kube::Api<kube::api::DynamicObject> = if kind.namespaced {
-        kube::Api::namespaced_with(shared.client.clone(), &r.namespace, &kind.resource)
+        kube::Api::namespaced_with(shared.client.clone(), &r.namespace, &kind.api_resource())
     } else {
-        kube::Api::all_with(shared.client.clone(), &kind.resource)
+        kube::Api::all_with(shared.client.clone(), &kind.api_resource())
     };
     shared.metrics.owner_fetches.inc();
     let got = tokio::time::timeout(FETCH_TIMEOUT, api.get_opt(&r.name))
@@ -157,8 +157,8 @@ async fn fetch(shared: &Shared, r: &OwnerRef) -> Result<Object, String> {
         ));
     }
     let mut v = serde_json::to_value(got).map_err(|e| e.to_string())?;
-    v["apiVersion"] = Value::from(kind.resource.api_version.clone());
-    v["kind"] = Value::from(kind.resource.kind.clone());
+    v["apiVersion"] = Value::from(kind.api_version());
+    v["kind"] = Value::from(kind.kind.clone());
     shared.read_feed().inventory.index().trim(&mut v);
     Ok(Object::new(v))
 }

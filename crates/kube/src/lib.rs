@@ -15,14 +15,24 @@
 //!     println!("{} jobs", jobs.len());
 //! }
 //! ```
+//!
+//! ## kube-rs at the edges
+//! [`Cluster`], the blocking client the CLI uses, takes and returns only wlmap's types
+//! ([`Kind`], [`Error`], `wlmap_schema` kinds) and JSON values. The async layer is for callers
+//! that run kube-rs themselves (the controller: its own `Api`s, leader election, admission):
+//! [`load_config`] returns a `kube::Config`, [`watch_stream`] takes a `kube::Client`,
+//! [`kind_in`] reads a `kube::Discovery`, and [`Kind::api_resource`] gives the kube-rs form of
+//! a kind. Those take kube-rs types on purpose; [`kube`] re-exports the version they are
+//! built with, so a caller never holds two.
 
+pub use kube;
 use kube::discovery::{ApiResource, Scope};
 use kube::{Client, Config, Discovery};
 use serde_json::Value;
 use std::cell::{Cell, RefCell};
 use std::path::PathBuf;
 use std::time::Duration;
-use wlmap_schema::GroupVersionKind;
+use wlmap_schema::{GroupKind, GroupVersionKind};
 
 /// Errors of cluster access. Messages name the server and never carry credentials.
 ///
@@ -149,21 +159,77 @@ pub enum WatchEvent {
     Failed(usize, Error),
 }
 
-/// A kind the server serves.
+/// A kind the server serves: its group, version, kind and resource name, and its scope.
 ///
-/// ```no_run
-/// # let cluster = wlmap_kube::Cluster::connect(&wlmap_kube::ConnectOptions::default()).unwrap();
-/// let gvk = wlmap_schema::GroupVersionKind::new("batch", "v1", "Job");
-/// let kind: wlmap_kube::Kind = cluster.resource(&gvk).unwrap().unwrap();
-/// assert!(kind.namespaced);
-/// assert_eq!(kind.resource.plural, "jobs");
 /// ```
-#[derive(Debug, Clone)]
+/// let job = wlmap_kube::Kind::new("batch", "v1", "Job", "jobs", true);
+/// assert_eq!(job.api_version(), "batch/v1");
+/// assert_eq!(job.gvk(), wlmap_schema::GroupVersionKind::new("batch", "v1", "Job"));
+/// assert_eq!(wlmap_kube::Kind::new("", "v1", "Pod", "pods", true).api_version(), "v1");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Kind {
-    /// Group/version/kind/plural.
-    pub resource: ApiResource,
+    /// API group; empty for the core group.
+    pub group: String,
+    /// API version.
+    pub version: String,
+    /// Kind (`Job`).
+    pub kind: String,
+    /// Resource name in URLs (`jobs`).
+    pub plural: String,
     /// True for namespaced kinds.
     pub namespaced: bool,
+}
+
+impl Kind {
+    /// A kind from its parts.
+    ///
+    /// ```
+    /// let k = wlmap_kube::Kind::new("run.ai", "v1alpha1", "Karta", "kartas", false);
+    /// assert_eq!(k.group_kind(), wlmap_schema::GroupKind::new("run.ai", "Karta"));
+    /// ```
+    pub fn new(group: &str, version: &str, kind: &str, plural: &str, namespaced: bool) -> Kind {
+        Kind {
+            group: group.to_string(),
+            version: version.to_string(),
+            kind: kind.to_string(),
+            plural: plural.to_string(),
+            namespaced,
+        }
+    }
+
+    /// `group/version`, or `version` for the core group, as objects spell it.
+    pub fn api_version(&self) -> String {
+        if self.group.is_empty() {
+            self.version.clone()
+        } else {
+            format!("{}/{}", self.group, self.version)
+        }
+    }
+
+    /// Group, version and kind.
+    pub fn gvk(&self) -> GroupVersionKind {
+        GroupVersionKind::new(&self.group, &self.version, &self.kind)
+    }
+
+    /// Group and kind.
+    pub fn group_kind(&self) -> GroupKind {
+        GroupKind::new(&self.group, &self.kind)
+    }
+
+    /// The kube-rs form, for callers that build `kube::Api`s of their own (see the crate's
+    /// "kube-rs at the edges").
+    ///
+    /// ```
+    /// let r = wlmap_kube::Kind::new("batch", "v1", "Job", "jobs", true).api_resource();
+    /// assert_eq!((r.api_version.as_str(), r.plural.as_str()), ("batch/v1", "jobs"));
+    /// ```
+    pub fn api_resource(&self) -> ApiResource {
+        ApiResource::from_gvk_with_plural(
+            &kube::api::GroupVersionKind::gvk(&self.group, &self.version, &self.kind),
+            &self.plural,
+        )
+    }
 }
 
 /// A connected cluster.
@@ -359,7 +425,7 @@ impl Cluster {
     /// ```no_run
     /// # let cluster = wlmap_kube::Cluster::connect(&wlmap_kube::ConnectOptions::default()).unwrap();
     /// let pods = cluster.resource(&wlmap_schema::GroupVersionKind::new("", "v1", "Pod")).unwrap();
-    /// assert_eq!(pods.unwrap().resource.plural, "pods");
+    /// assert_eq!(pods.unwrap().plural, "pods");
     /// ```
     pub fn resource(&self, gvk: &GroupVersionKind) -> Result<Option<Kind>> {
         self.discovery()?;
@@ -368,7 +434,7 @@ impl Cluster {
     }
 
     fn url(&self, k: &Kind, ns: Option<&str>, name: Option<&str>) -> String {
-        let ar = &k.resource;
+        let ar = k;
         let base = if ar.group.is_empty() {
             format!("/api/{}", ar.version)
         } else {
@@ -392,7 +458,7 @@ impl Cluster {
     /// assert!(jobs.iter().all(|j| j["kind"] == "Job")); // LIST items get apiVersion and kind
     /// ```
     pub fn list(&self, k: &Kind, ns: Option<&str>) -> Result<Vec<Value>> {
-        let what = format!("list {}", k.resource.plural);
+        let what = format!("list {}", k.plural);
         let mut restarted = false;
         'outer: loop {
             let mut out = Vec::new();
@@ -419,11 +485,8 @@ impl Cluster {
                         // LIST items carry no apiVersion/kind; set them so objects look alike
                         // whatever their source.
                         if let Some(m) = it.as_object_mut() {
-                            m.insert(
-                                "apiVersion".into(),
-                                Value::from(k.resource.api_version.clone()),
-                            );
-                            m.insert("kind".into(), Value::from(k.resource.kind.clone()));
+                            m.insert("apiVersion".into(), Value::from(k.api_version()));
+                            m.insert("kind".into(), Value::from(k.kind.clone()));
                         }
                         out.push(it);
                     }
@@ -484,7 +547,7 @@ impl Cluster {
         let req = http::Request::get(self.url(k, ns, Some(name)))
             .body(Vec::new())
             .map_err(|e| Error::Config(e.to_string()))?;
-        self.send(req, &format!("get {} {name}", k.resource.kind))
+        self.send(req, &format!("get {} {name}", k.kind))
     }
 
     /// Replace an object (PUT). The object's `metadata.resourceVersion` is the precondition: a
@@ -515,7 +578,7 @@ impl Cluster {
             .header("content-type", "application/json")
             .body(body)
             .map_err(|e| Error::Config(e.to_string()))?;
-        self.send(req, &format!("update {} {name}", k.resource.kind))
+        self.send(req, &format!("update {} {name}", k.kind))
     }
 
     /// Server-side apply an object (PATCH `application/apply-patch+yaml`, forced: the
@@ -550,7 +613,7 @@ impl Cluster {
             .header("content-type", "application/apply-patch+yaml")
             .body(body)
             .map_err(|e| Error::Config(e.to_string()))?;
-        self.send(req, &format!("apply {} {name}", k.resource.kind))
+        self.send(req, &format!("apply {} {name}", k.kind))
     }
 
     /// Delete an object; `Ok(false)` when it did not exist.
@@ -565,7 +628,7 @@ impl Cluster {
         let req = http::Request::delete(self.url(k, ns, Some(name)))
             .body(Vec::new())
             .map_err(|e| Error::Config(e.to_string()))?;
-        match self.send(req, &format!("delete {} {name}", k.resource.kind)) {
+        match self.send(req, &format!("delete {} {name}", k.kind)) {
             Ok(_) => Ok(true),
             Err(Error::NotFound(_)) => Ok(false),
             Err(e) => Err(e),
@@ -575,16 +638,10 @@ impl Cluster {
     /// The `kartas.run.ai` kind.
     ///
     /// ```
-    /// assert_eq!(wlmap_kube::Cluster::karta_kind().resource.plural, "kartas");
+    /// assert_eq!(wlmap_kube::Cluster::karta_kind().plural, "kartas");
     /// ```
     pub fn karta_kind() -> Kind {
-        Kind {
-            resource: ApiResource::from_gvk_with_plural(
-                &kube::api::GroupVersionKind::gvk("run.ai", "v1alpha1", "Karta"),
-                "kartas",
-            ),
-            namespaced: false,
-        }
+        Kind::new("run.ai", "v1alpha1", "Karta", "kartas", false)
     }
 
     /// The `kartas.run.ai` definitions in the cluster.
@@ -622,11 +679,11 @@ fn encode(s: &str) -> String {
 }
 
 /// A watched object as JSON, with `apiVersion` and `kind` set from the kind watched.
-fn typed(o: kube::api::DynamicObject, r: &ApiResource) -> Value {
+fn typed(o: kube::api::DynamicObject, k: &Kind) -> Value {
     let mut v = serde_json::to_value(o).unwrap_or(Value::Null);
     if let Some(m) = v.as_object_mut() {
-        m.insert("apiVersion".into(), Value::from(r.api_version.clone()));
-        m.insert("kind".into(), Value::from(r.kind.clone()));
+        m.insert("apiVersion".into(), Value::from(k.api_version()));
+        m.insert("kind".into(), Value::from(k.kind.clone()));
     }
     v
 }
@@ -702,10 +759,10 @@ pub fn watch_stream(
     use kube::runtime::{WatchStreamExt, watcher};
     let streams = kinds.iter().enumerate().map(|(i, k)| {
         let api: kube::Api<kube::api::DynamicObject> = match (k.namespaced, ns) {
-            (true, Some(n)) => kube::Api::namespaced_with(client.clone(), n, &k.resource),
-            _ => kube::Api::all_with(client.clone(), &k.resource),
+            (true, Some(n)) => kube::Api::namespaced_with(client.clone(), n, &k.api_resource()),
+            _ => kube::Api::all_with(client.clone(), &k.api_resource()),
         };
-        let resource = k.resource.clone();
+        let resource = k.clone();
         let server = server.to_string();
         watcher(api, watcher::Config::default())
             .default_backoff()
@@ -745,13 +802,16 @@ fn watch_error(server: &str, e: kube::runtime::watcher::Error, plural: &str) -> 
 /// # async fn f(client: kube::Client) {
 /// let d = kube::Discovery::new(client).run_aggregated().await.unwrap();
 /// let job = wlmap_kube::kind_in(&d, &wlmap_schema::GroupVersionKind::new("batch", "v1", "Job"));
-/// assert_eq!(job.unwrap().resource.plural, "jobs");
+/// assert_eq!(job.unwrap().plural, "jobs");
 /// # }
 /// ```
 pub fn kind_in(d: &Discovery, gvk: &GroupVersionKind) -> Option<Kind> {
     let exact = kube::api::GroupVersionKind::gvk(&gvk.group, &gvk.version, &gvk.kind);
     let kind = |(ar, caps): (ApiResource, kube::discovery::ApiCapabilities)| Kind {
-        resource: ar,
+        group: ar.group,
+        version: ar.version,
+        kind: ar.kind,
+        plural: ar.plural,
         namespaced: caps.scope == Scope::Namespaced,
     };
     if let Some(found) = d.resolve_gvk(&exact) {

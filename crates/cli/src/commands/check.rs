@@ -91,10 +91,8 @@ fn against_cluster(
     };
     let mut out = Vec::new();
     if !gvk.group.is_empty()
-        && let Some(crd) = crate::commands::scaffold::crd_by_name(
-            conn,
-            &format!("{}.{}", kind.resource.plural, gvk.group),
-        )?
+        && let Some(crd) =
+            crate::commands::scaffold::crd_by_name(conn, &format!("{}.{}", kind.plural, gvk.group))?
     {
         out.extend(wlmap_author::check(def.karta(), &crd));
     }

@@ -14,7 +14,6 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 use wlmap_engine::Object;
 use wlmap_inventory::{Feed, Inventory};
-use wlmap_schema::GroupKind;
 use wlmap_server::{Live, Map, Options};
 
 /// How often a snapshot file's modification time is looked at.
@@ -73,10 +72,7 @@ fn watch_cluster(conn: Connection, ctx: &Context) -> Result<Arc<Live>> {
     let reg = ctx.reg().clone();
     let roots: Vec<_> = reg.iter().map(|d| d.root_gvk()).collect();
     let kinds = conn.kinds_of_workloads(&roots, &reg, true)?;
-    let kinds_fed = kinds
-        .iter()
-        .map(|k| GroupKind::new(&k.resource.group, &k.resource.kind))
-        .collect();
+    let kinds_fed = kinds.iter().map(|k| k.group_kind()).collect();
     let live = Arc::new(Live::fed(Feed::new(reg, kinds_fed)));
     let ns = ctx.namespace();
     let feeder = live.clone();

@@ -13,7 +13,6 @@ use wlmap_engine::Object;
 use wlmap_inventory::view::GetItem;
 use wlmap_inventory::{Fed, Feed, FeedEvent, Inventory, ObjectKey};
 use wlmap_kube::{Kind, WatchEvent};
-use wlmap_schema::GroupKind;
 
 /// `wlmap get --watch`: print the table once, then a line per workload whose row changes, until
 /// interrupted.
@@ -87,10 +86,7 @@ pub fn follow(
             "--watch needs a cluster (a snapshot or the demo does not change)",
         ));
     };
-    let kinds_fed = kinds
-        .iter()
-        .map(|k| GroupKind::new(&k.resource.group, &k.resource.kind))
-        .collect();
+    let kinds_fed = kinds.iter().map(|k| k.group_kind()).collect();
     let mut feed = Feed::new(ctx.reg().clone(), kinds_fed);
     let mut said = BTreeSet::new();
     let mut fatal: Option<Failure> = None;
