@@ -45,6 +45,16 @@ type fault struct {
 	delay      time.Duration
 }
 
+// injected are the answers of the status faults, as the API server words them.
+var injected = map[string]struct {
+	code            int
+	reason, message string
+}{
+	"429": {http.StatusTooManyRequests, "TooManyRequests", "too many requests, please try again later"},
+	"503": {http.StatusServiceUnavailable, "ServiceUnavailable", "the server is currently unable to handle the request"},
+	"410": {http.StatusGone, "Expired", "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter."},
+}
+
 type state struct {
 	mu     sync.Mutex
 	faults []*fault
@@ -208,19 +218,12 @@ func main() {
 		epoch := st.begin()
 		f := st.take(r)
 		if f != nil {
+			if a, ok := injected[f.kind]; ok {
+				st.record(epoch, line+" -> "+f.kind+" (injected)")
+				status(w, a.code, a.reason, a.message)
+				return
+			}
 			switch f.kind {
-			case "429":
-				st.record(epoch, line+" -> 429 (injected)")
-				status(w, http.StatusTooManyRequests, "TooManyRequests", "too many requests, please try again later")
-				return
-			case "503":
-				st.record(epoch, line+" -> 503 (injected)")
-				status(w, http.StatusServiceUnavailable, "ServiceUnavailable", "the server is currently unable to handle the request")
-				return
-			case "410":
-				st.record(epoch, line+" -> 410 (injected)")
-				status(w, http.StatusGone, "Expired", "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.")
-				return
 			case "drop":
 				st.record(epoch, line+" -> dropped (injected)")
 				if hj, ok := w.(http.Hijacker); ok {

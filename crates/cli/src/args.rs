@@ -2,6 +2,7 @@
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
+use wlmap_engine::SchedulerFormat;
 
 const AFTER_HELP: &str = "\
 Sources (same commands for all):
@@ -111,7 +112,7 @@ pub enum Command {
     Set(SetArgs),
     /// Gang-scheduling groups of a workload, in the format of a scheduler.
     #[command(
-        after_help = "Examples:\n  wlmap --demo gang lws/vllm -n serving\n  wlmap gang -f jobset.yaml --format kai"
+        after_help = "Examples:\n  wlmap --demo gang lws/qwen-72b -n serving\n  wlmap gang -f jobset.yaml --format kai"
     )]
     Gang(GangArgs),
     /// Run the controller: gang objects for every workload with gang instructions, and the
@@ -300,8 +301,8 @@ pub struct GangArgs {
     #[arg(short = 'f', long)]
     pub file: Option<PathBuf>,
     /// Output objects for a scheduler.
-    #[arg(long, value_enum)]
-    pub format: Option<GangFormat>,
+    #[arg(long, value_parser = scheduler_formats(&SchedulerFormat::ALL))]
+    pub format: Option<SchedulerFormat>,
 }
 
 /// `scaffold`.
@@ -347,8 +348,8 @@ pub struct ServeArgs {
 #[derive(Debug, Args)]
 pub struct ControllerArgs {
     /// The scheduler to write gang objects and pod tags for.
-    #[arg(long, value_enum, default_value = "native")]
-    pub scheduler: ControllerScheduler,
+    #[arg(long, default_value = "native", value_parser = scheduler_formats(&wlmap_controller::gangs::FORMATS))]
+    pub scheduler: SchedulerFormat,
     /// This replica's identity in the leader Lease (default: $POD_NAME, else the host name).
     #[arg(long, env = "POD_NAME")]
     pub identity: Option<String>,
@@ -396,32 +397,18 @@ pub struct ControllerArgs {
     pub tls_key_file: Option<PathBuf>,
 }
 
-/// Schedulers the controller writes for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ControllerScheduler {
-    /// Kubernetes v1.37 gang scheduling: scheduling.k8s.io/v1beta1 PodGroups, pod spec.schedulingGroup.
-    Native,
-    /// scheduler-plugins coscheduling PodGroups, pod label.
-    Coscheduling,
-    /// Volcano PodGroups, pod annotation.
-    Volcano,
-}
-
-/// Scheduler formats for gangs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum GangFormat {
-    /// KAI Scheduler PodGroup (scheduling.run.ai/v2alpha2).
-    Kai,
-    /// scheduler-plugins coscheduling PodGroup.
-    Coscheduling,
-    /// Volcano PodGroup.
-    Volcano,
-    /// Kueue pod-group labels and annotations.
-    Kueue,
-    /// Kubernetes v1.37 gang scheduling: PodGroups (scheduling.k8s.io/v1beta1).
-    Native,
-    /// Kubernetes v1.35 Workload API (scheduling.k8s.io/v1alpha1).
-    Workload,
+/// A parser of scheduler format names, taking only `formats` (help lists each with its
+/// summary).
+fn scheduler_formats(
+    formats: &'static [SchedulerFormat],
+) -> impl clap::builder::TypedValueParser<Value = SchedulerFormat> {
+    use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
+    PossibleValuesParser::new(
+        formats
+            .iter()
+            .map(|f| PossibleValue::new(f.name()).help(f.summary())),
+    )
+    .try_map(|name| name.parse::<SchedulerFormat>())
 }
 
 /// `conformance`.

@@ -58,6 +58,25 @@ fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
+/// Files written to a temporary directory for one test (removed with it).
+struct Files(tempfile::TempDir);
+
+impl Files {
+    /// Write each (name, text).
+    fn new(files: &[(&str, &str)]) -> Files {
+        let dir = tempfile::tempdir().expect("tmp");
+        for (name, text) in files {
+            std::fs::write(dir.path().join(name), text).expect("write");
+        }
+        Files(dir)
+    }
+
+    /// A file's path, as an argument.
+    fn path(&self, name: &str) -> String {
+        self.0.path().join(name).to_str().expect("utf8").to_string()
+    }
+}
+
 fn fixture(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../catalog/fixtures")
@@ -850,20 +869,17 @@ fn an_object_of_the_wrong_shape_exits_5_naming_definition_component_and_field() 
 /// naming definition, rule and error on stderr, exit 5 after the whole answer.
 #[test]
 fn a_status_rule_that_fails_is_said_everywhere() {
-    let dir = tempfile::tempdir().expect("tmp");
-    let def = dir.path().join("widget.yaml");
-    std::fs::write(
-        &def,
-        "apiVersion: run.ai/v1alpha1\nkind: Karta\nmetadata: {name: example-io-widget-v1}\nspec:\n  structureDefinition:\n    rootComponent:\n      name: widget\n      kind: {group: example.io, version: v1, kind: Widget}\n      specDefinition: {podTemplateSpecPath: .spec.template}\n      statusDefinition:\n        phaseDefinition: {path: .status.phase}\n        statusMappings:\n          failed:\n          - byExpression: {expression: '.status.failures + 1 > 0', expectedResult: \"true\"}\n          running:\n          - byPhase: Running\n",
-    )
-    .expect("write");
-    let obj = dir.path().join("w.yaml");
-    std::fs::write(
-        &obj,
-        "apiVersion: example.io/v1\nkind: Widget\nmetadata: {name: w1, namespace: ml, uid: u1}\nspec:\n  template: {spec: {containers: [{name: c}]}}\nstatus: {phase: Running, failures: \"none\"}\n",
-    )
-    .expect("write");
-    let (d, o) = (def.to_str().expect("utf8"), obj.to_str().expect("utf8"));
+    let files = Files::new(&[
+        (
+            "widget.yaml",
+            "apiVersion: run.ai/v1alpha1\nkind: Karta\nmetadata: {name: example-io-widget-v1}\nspec:\n  structureDefinition:\n    rootComponent:\n      name: widget\n      kind: {group: example.io, version: v1, kind: Widget}\n      specDefinition: {podTemplateSpecPath: .spec.template}\n      statusDefinition:\n        phaseDefinition: {path: .status.phase}\n        statusMappings:\n          failed:\n          - byExpression: {expression: '.status.failures + 1 > 0', expectedResult: \"true\"}\n          running:\n          - byPhase: Running\n",
+        ),
+        (
+            "w.yaml",
+            "apiVersion: example.io/v1\nkind: Widget\nmetadata: {name: w1, namespace: ml, uid: u1}\nspec:\n  template: {spec: {containers: [{name: c}]}}\nstatus: {phase: Running, failures: \"none\"}\n",
+        ),
+    ]);
+    let (d, o) = (&files.path("widget.yaml"), &files.path("w.yaml"));
     let text = wlmap(&["--definitions", d, "describe", "-f", o]);
     assert_eq!(text.status.code(), Some(5));
     let out = String::from_utf8_lossy(&text.stdout);
@@ -980,20 +996,17 @@ fn wlmap_only_rules_warn_and_point_at_their_own_component() {
 /// other components are shown, the failing one marked with its error, exit 5 (partial).
 #[test]
 fn a_component_that_cannot_be_read_gives_a_partial_answer() {
-    let dir = tempfile::tempdir().expect("tmp");
-    let def = dir.path().join("pair.yaml");
-    std::fs::write(
-        &def,
-        "apiVersion: run.ai/v1alpha1\nkind: Karta\nmetadata: {name: example-io-pair-v1}\nspec:\n  structureDefinition:\n    rootComponent:\n      name: pair\n      kind: {group: example.io, version: v1, kind: Pair}\n      statusDefinition: {phaseDefinition: {path: .status.phase}, statusMappings: {running: [{byPhase: Running}]}}\n    childComponents:\n    - name: leader\n      kind: {group: \"\", version: v1, kind: Pod}\n      ownerRef: pair\n      specDefinition: {podTemplateSpecPath: .spec.leader.template}\n      scaleDefinition: {replicasPath: \"1\"}\n      podSelector: {componentTypeSelector: {keyPath: '.metadata.labels.role', value: leader}}\n    - name: worker\n      kind: {group: \"\", version: v1, kind: Pod}\n      ownerRef: pair\n      specDefinition: {podTemplateSpecPath: .spec.worker.template}\n      scaleDefinition: {replicasPath: '.spec.worker.replicas * .spec.worker.parallelism'}\n      podSelector: {componentTypeSelector: {keyPath: '.metadata.labels.role', value: worker}}\n",
-    )
-    .expect("write");
-    let obj = dir.path().join("p.yaml");
-    std::fs::write(
-        &obj,
-        "apiVersion: example.io/v1\nkind: Pair\nmetadata: {name: p1, namespace: ml, uid: u1}\nspec:\n  leader: {template: {spec: {containers: [{name: c, resources: {limits: {nvidia.com/gpu: 2}}}]}}}\n  worker: {replicas: 2, template: {spec: {containers: [{name: c}]}}}\nstatus: {phase: Running}\n",
-    )
-    .expect("write");
-    let (d, o) = (def.to_str().expect("utf8"), obj.to_str().expect("utf8"));
+    let files = Files::new(&[
+        (
+            "pair.yaml",
+            "apiVersion: run.ai/v1alpha1\nkind: Karta\nmetadata: {name: example-io-pair-v1}\nspec:\n  structureDefinition:\n    rootComponent:\n      name: pair\n      kind: {group: example.io, version: v1, kind: Pair}\n      statusDefinition: {phaseDefinition: {path: .status.phase}, statusMappings: {running: [{byPhase: Running}]}}\n    childComponents:\n    - name: leader\n      kind: {group: \"\", version: v1, kind: Pod}\n      ownerRef: pair\n      specDefinition: {podTemplateSpecPath: .spec.leader.template}\n      scaleDefinition: {replicasPath: \"1\"}\n      podSelector: {componentTypeSelector: {keyPath: '.metadata.labels.role', value: leader}}\n    - name: worker\n      kind: {group: \"\", version: v1, kind: Pod}\n      ownerRef: pair\n      specDefinition: {podTemplateSpecPath: .spec.worker.template}\n      scaleDefinition: {replicasPath: '.spec.worker.replicas * .spec.worker.parallelism'}\n      podSelector: {componentTypeSelector: {keyPath: '.metadata.labels.role', value: worker}}\n",
+        ),
+        (
+            "p.yaml",
+            "apiVersion: example.io/v1\nkind: Pair\nmetadata: {name: p1, namespace: ml, uid: u1}\nspec:\n  leader: {template: {spec: {containers: [{name: c, resources: {limits: {nvidia.com/gpu: 2}}}]}}}\n  worker: {replicas: 2, template: {spec: {containers: [{name: c}]}}}\nstatus: {phase: Running}\n",
+        ),
+    ]);
+    let (d, o) = (&files.path("pair.yaml"), &files.path("p.yaml"));
     let text = wlmap(&["--definitions", d, "describe", "-f", o]);
     assert_eq!(
         text.status.code(),
@@ -1103,4 +1116,42 @@ fn short_names_come_from_the_definitions() {
         "{}",
         String::from_utf8_lossy(&v.stdout)
     );
+}
+
+/// Every `wlmap --demo` example that the help shows runs as written (`serve` aside: it runs
+/// until stopped).
+#[test]
+fn the_demo_examples_in_help_run() {
+    let top = String::from_utf8_lossy(&wlmap(&["--help"]).stdout).to_string();
+    let commands: Vec<String> = top
+        .lines()
+        .skip_while(|l| !l.starts_with("Commands:"))
+        .skip(1)
+        .take_while(|l| !l.trim().is_empty())
+        .filter_map(|l| l.split_whitespace().next().map(str::to_string))
+        .filter(|c| c != "help")
+        .collect();
+    assert!(commands.len() > 5, "{top}");
+    let mut examples = Vec::new();
+    for c in [String::new()].iter().chain(&commands) {
+        let args: Vec<&str> = if c.is_empty() {
+            vec!["--help"]
+        } else {
+            vec![c.as_str(), "--help"]
+        };
+        let help = String::from_utf8_lossy(&wlmap(&args).stdout).to_string();
+        examples.extend(
+            help.lines()
+                .map(str::trim)
+                .filter(|l| l.starts_with("wlmap --demo ") && !l.contains(" serve"))
+                .map(str::to_string),
+        );
+    }
+    assert!(examples.len() >= 3, "{examples:?}");
+    for e in &examples {
+        let args: Vec<&str> = e.split_whitespace().skip(1).collect();
+        let o = wlmap(&args);
+        assert_eq!(o.status.code(), Some(0), "`{e}`: {}", stderr(&o));
+        assert!(!o.stdout.is_empty(), "`{e}` printed nothing");
+    }
 }

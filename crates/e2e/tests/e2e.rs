@@ -309,17 +309,20 @@ fn against_a_real_api_server() {
             "the other writer's label {i} was lost"
         );
     }
-    let before = tb.kubectl(
-        &[
-            "get",
-            "jobset/llm-train",
-            "-n",
-            "ml",
-            "-o",
-            "jsonpath={.metadata.resourceVersion}",
-        ],
-        None,
-    );
+    let resource_version = || {
+        tb.kubectl(
+            &[
+                "get",
+                "jobset/llm-train",
+                "-n",
+                "ml",
+                "-o",
+                "jsonpath={.metadata.resourceVersion}",
+            ],
+            None,
+        )
+    };
+    let before = resource_version();
     let o = tb.wlmap(&[
         "set",
         "jobset/llm-train",
@@ -330,17 +333,7 @@ fn against_a_real_api_server() {
         "--dry-run=server",
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
-    let after = tb.kubectl(
-        &[
-            "get",
-            "jobset/llm-train",
-            "-n",
-            "ml",
-            "-o",
-            "jsonpath={.metadata.resourceVersion}",
-        ],
-        None,
-    );
+    let after = resource_version();
     assert_eq!(before, after, "a server dry run must not change the object");
 
     // Phase 8: what `wlmap gang --format F` prints is applied as it is, JSON (a List) and

@@ -481,6 +481,80 @@ pub enum SchedulerFormat {
     Workload,
 }
 
+impl SchedulerFormat {
+    /// Every format, in the order help lists them.
+    pub const ALL: [SchedulerFormat; 6] = [
+        SchedulerFormat::Kai,
+        SchedulerFormat::Coscheduling,
+        SchedulerFormat::Volcano,
+        SchedulerFormat::Kueue,
+        SchedulerFormat::Native,
+        SchedulerFormat::Workload,
+    ];
+
+    /// The format's name on a command line (`--format volcano`).
+    ///
+    /// ```
+    /// use wlmap_engine::SchedulerFormat;
+    /// assert_eq!(SchedulerFormat::Volcano.name(), "volcano");
+    /// assert_eq!("native".parse::<SchedulerFormat>(), Ok(SchedulerFormat::Native));
+    /// assert!("slurm".parse::<SchedulerFormat>().unwrap_err().contains("kai, coscheduling"));
+    /// ```
+    pub fn name(self) -> &'static str {
+        match self {
+            SchedulerFormat::Kai => "kai",
+            SchedulerFormat::Coscheduling => "coscheduling",
+            SchedulerFormat::Volcano => "volcano",
+            SchedulerFormat::Kueue => "kueue",
+            SchedulerFormat::Native => "native",
+            SchedulerFormat::Workload => "workload",
+        }
+    }
+
+    /// What the format writes, in a line.
+    pub fn summary(self) -> &'static str {
+        match self {
+            SchedulerFormat::Kai => "KAI Scheduler PodGroup (scheduling.run.ai/v2alpha2)",
+            SchedulerFormat::Coscheduling => {
+                "scheduler-plugins coscheduling PodGroup (scheduling.x-k8s.io/v1alpha1), pod label"
+            }
+            SchedulerFormat::Volcano => {
+                "Volcano PodGroup (scheduling.volcano.sh/v1beta1), pod annotation"
+            }
+            SchedulerFormat::Kueue => "Kueue pod-group labels and annotations",
+            SchedulerFormat::Native => {
+                "Kubernetes v1.37 gang scheduling: PodGroups (scheduling.k8s.io/v1beta1), pod spec.schedulingGroup"
+            }
+            SchedulerFormat::Workload => {
+                "Kubernetes v1.35 Workload API (scheduling.k8s.io/v1alpha1)"
+            }
+        }
+    }
+}
+
+impl std::str::FromStr for SchedulerFormat {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        SchedulerFormat::ALL
+            .into_iter()
+            .find(|f| f.name() == s)
+            .ok_or_else(|| {
+                let names: Vec<&str> = SchedulerFormat::ALL.iter().map(|f| f.name()).collect();
+                format!(
+                    "unknown scheduler format {s:?} (one of {})",
+                    names.join(", ")
+                )
+            })
+    }
+}
+
+impl std::fmt::Display for SchedulerFormat {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 fn num(v: f64) -> String {
     if v.fract() == 0.0 {
         format!("{}", v as i64)

@@ -544,58 +544,66 @@ fn set_paths(n: &mut Node, prefix: &str, is_root: bool) {
     }
 }
 
-#[allow(clippy::too_many_arguments)] // one call site per field; a struct would only rename them
-/// Per-instance outputs of an expression: `n` values (None = absent), zipped by position.
+/// The instances of one component under one parent: what per-instance outputs are zipped
+/// with.
+#[derive(Debug, Clone, Copy)]
+struct Instances<'a> {
+    /// The component's name (for error messages).
+    comp: &'a str,
+    /// How many instances.
+    n: usize,
+    /// True when the component has an instanceIdPath: outputs are zipped by position.
+    multi: bool,
+}
+
+/// Per-instance outputs of an expression: a value per instance (None = absent).
 fn per_instance(
     def: &Definition,
     e: Option<&wlmap_expr::Expr>,
     root: &Object,
     vars: &[Val],
-    comp: &str,
+    at: Instances,
     field: &str,
-    n: usize,
-    multi: bool,
 ) -> Result<Vec<Option<Val>>> {
-    let Some(e) = e else { return Ok(vec![None; n]) };
-    let out = def.eval_obj(e, root, vars, comp, field)?;
-    zip_instances(def, comp, field, out, |v| matches!(v, Val::Null), n, multi)
+    let Some(e) = e else {
+        return Ok(vec![None; at.n]);
+    };
+    let out = def.eval_obj(e, root, vars, at.comp, field)?;
+    zip_instances(def, at, field, out, |v| matches!(v, Val::Null))
 }
 
 /// [`per_instance`] as JSON: the parts of the object an expression yields are copied out of
 /// it (no round trip through jaq values); templates are read this way.
-#[allow(clippy::too_many_arguments)] // as per_instance
 fn per_instance_json(
     def: &Definition,
     e: Option<&wlmap_expr::Expr>,
     root: &Object,
     vars: &[Val],
-    comp: &str,
+    at: Instances,
     field: &str,
-    n: usize,
-    multi: bool,
 ) -> Result<Vec<Option<Value>>> {
-    let Some(e) = e else { return Ok(vec![None; n]) };
+    let Some(e) = e else {
+        return Ok(vec![None; at.n]);
+    };
     let out: Vec<Value> = e
         .evaluate(root.input(), vars, &def.limits)
-        .map_err(|source| def.located(e, comp, field, source))?
+        .map_err(|source| def.located(e, at.comp, field, source))?
         .iter()
         .map(|o| o.to_json().into_owned())
         .collect();
-    zip_instances(def, comp, field, out, Value::is_null, n, multi)
+    zip_instances(def, at, field, out, Value::is_null)
 }
 
 /// Outputs zipped with the instances: `n` values by position with an instanceIdPath (none at
 /// all = absent everywhere), else at most one non-null value.
-#[allow(clippy::too_many_arguments)] // the context of the error messages
 fn zip_instances<T: Clone>(
     def: &Definition,
-    comp: &str,
+    at: Instances,
     field: &str,
     out: Vec<T>,
     is_null: impl Fn(&T) -> bool,
-    n: usize,
-    multi: bool,
 ) -> Result<Vec<Option<T>>> {
+    let Instances { comp, n, multi } = at;
     if multi {
         if out.is_empty() {
             return Ok(vec![None; n]);
@@ -649,13 +657,17 @@ fn build(def: &Definition, ci: usize, root: &Object, vars: &[Val]) -> Result<Vec
     let name = c.def.name.as_str();
     let (ids, multi) = instance_ids(def, c, root, vars)?;
     let n = ids.len();
-    let field = |e: &Option<wlmap_expr::Expr>, f: &str| {
-        per_instance(def, e.as_ref(), root, vars, name, f, n, multi)
+    let at = Instances {
+        comp: name,
+        n,
+        multi,
     };
+    let field =
+        |e: &Option<wlmap_expr::Expr>, f: &str| per_instance(def, e.as_ref(), root, vars, at, f);
     let replicas = field(&c.replicas, "replicasPath")?;
     let mins = field(&c.min_replicas, "minReplicasPath")?;
     let maxs = field(&c.max_replicas, "maxReplicasPath")?;
-    let mut templates = templates(def, ci, root, vars, n, multi)?;
+    let mut templates = templates(def, ci, root, vars, at)?;
     let has_spec = c.spec.is_some();
     let mut nodes = Vec::new();
     for (i, id) in ids.into_iter().enumerate() {
@@ -789,8 +801,7 @@ fn templates(
     ci: usize,
     root: &Object,
     vars: &[Val],
-    n: usize,
-    multi: bool,
+    at: Instances,
 ) -> Result<Vec<Option<Value>>> {
     let c = &def.components[ci];
     let name = c.def.name.as_str();
@@ -807,33 +818,16 @@ fn templates(
         }
     };
     match &c.spec {
-        None => Ok(vec![None; n]),
-        Some(SpecShape::Template(e)) => per_instance_json(
-            def,
-            Some(e),
-            root,
-            vars,
-            name,
-            "podTemplateSpecPath",
-            n,
-            multi,
-        )?
-        .into_iter()
-        .map(|v| obj("podTemplateSpecPath", v))
-        .collect(),
+        None => Ok(vec![None; at.n]),
+        Some(SpecShape::Template(e)) => {
+            per_instance_json(def, Some(e), root, vars, at, "podTemplateSpecPath")?
+                .into_iter()
+                .map(|v| obj("podTemplateSpecPath", v))
+                .collect()
+        }
         Some(SpecShape::PodSpec { spec, metadata }) => {
-            let specs =
-                per_instance_json(def, Some(spec), root, vars, name, "podSpecPath", n, multi)?;
-            let metas = per_instance_json(
-                def,
-                metadata.as_ref(),
-                root,
-                vars,
-                name,
-                "metadataPath",
-                n,
-                multi,
-            )?;
+            let specs = per_instance_json(def, Some(spec), root, vars, at, "podSpecPath")?;
+            let metas = per_instance_json(def, metadata.as_ref(), root, vars, at, "metadataPath")?;
             specs
                 .into_iter()
                 .zip(metas)
@@ -846,7 +840,7 @@ fn templates(
                 })
                 .collect()
         }
-        Some(SpecShape::Fragmented(f)) => fragmented_templates(def, f, root, vars, name, n, multi),
+        Some(SpecShape::Fragmented(f)) => fragmented_templates(def, f, root, vars, at),
     }
 }
 
@@ -871,12 +865,10 @@ fn fragmented_templates(
     f: &crate::definition::Fragments,
     root: &Object,
     vars: &[Val],
-    name: &str,
-    n: usize,
-    multi: bool,
+    at: Instances,
 ) -> Result<Vec<Option<Value>>> {
     let get = |e: &Option<wlmap_expr::Expr>, field: &str| {
-        per_instance_json(def, e.as_ref(), root, vars, name, field, n, multi)
+        per_instance_json(def, e.as_ref(), root, vars, at, field)
     };
     let mut v = FragmentValues {
         scheduler_name: get(&f.scheduler_name, "schedulerNamePath")?,
@@ -891,7 +883,7 @@ fn fragmented_templates(
         priority_class_name: get(&f.priority_class_name, "priorityClassNamePath")?,
         image: get(&f.image, "imagePath")?,
     };
-    Ok((0..n).map(|i| Some(v.template(i))).collect())
+    Ok((0..at.n).map(|i| Some(v.template(i))).collect())
 }
 
 impl FragmentValues {

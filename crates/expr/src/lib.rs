@@ -54,7 +54,7 @@ pub use reads::{Footprint, Key, footprint, paths_read};
 pub use syntax::MAX_SYNTAX_DEPTH;
 
 use program::{PATHS, Program, analyse, compile_program, not_compiled};
-use run::{checked, json_len, run, run_native, run_take, spent};
+use run::{checked, json_len, run, run_native_parts, run_take, spent};
 use sandbox::Sandbox;
 use std::sync::{Arc, OnceLock};
 
@@ -166,7 +166,7 @@ impl Expr {
             return checked(out, limits);
         }
         if let Some(node) = &self.native
-            && let Some(r) = run_native(
+            && let Some(r) = run_native_parts(
                 node,
                 native::V::O(input.clone()),
                 vars,
@@ -175,7 +175,7 @@ impl Expr {
                 take,
             )
         {
-            return r;
+            return r.map(|out| out.into_iter().map(native::V::into_val).collect());
         }
         self.run_jaq(input, vars, limits, take)
     }

@@ -22,20 +22,8 @@ pub(crate) fn spent(which: Exhausted) -> EvalError {
     EvalError::Budget { which }
 }
 
-/// Evaluate natively; `None` when the evaluator bails out (then jaq evaluates).
-pub(crate) fn run_native(
-    node: &native::Node,
-    input: native::V,
-    vars: &[Val],
-    limits: &Limits,
-    nvars: usize,
-    take: usize,
-) -> Option<Result<Vec<Val>, EvalError>> {
-    run_native_parts(node, input, vars, limits, nvars, take)
-        .map(|r| r.map(|out| out.into_iter().map(native::V::into_val).collect()))
-}
-
-/// [`run_native`] with the outputs as they are: parts of the input JSON stay borrowed.
+/// Evaluate natively; `None` when the evaluator bails out (then jaq evaluates). Parts of the
+/// input JSON in the outputs stay borrowed.
 pub(crate) fn run_native_parts<'a>(
     node: &native::Node,
     input: native::V<'a>,

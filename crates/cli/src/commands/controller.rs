@@ -1,11 +1,10 @@
 //! `wlmap controller`: the options turned into the controller's, then the controller runs
 //! until it is told to stop.
 
-use crate::args::{ControllerArgs, ControllerScheduler, Global};
+use crate::args::{ControllerArgs, Global};
 use crate::exit::{Code, Failure, Result};
 use std::time::Duration;
 use wlmap_controller::{Certificates, Endpoint, Options};
-use wlmap_engine::SchedulerFormat;
 
 /// The namespace a pod runs in (in a cluster).
 const POD_NAMESPACE_FILE: &str = "/var/run/secrets/kubernetes.io/serviceaccount/namespace";
@@ -27,11 +26,7 @@ pub fn run(g: &Global, a: &ControllerArgs) -> Result {
             timeout: Some(Duration::from_secs(g.request_timeout)),
             page_size: None,
         },
-        format: match a.scheduler {
-            ControllerScheduler::Native => SchedulerFormat::Native,
-            ControllerScheduler::Coscheduling => SchedulerFormat::Coscheduling,
-            ControllerScheduler::Volcano => SchedulerFormat::Volcano,
-        },
+        format: a.scheduler,
         namespace,
         identity: a.identity.clone().unwrap_or_else(host_name),
         lease_name: a.lease_name.clone(),

@@ -1,10 +1,9 @@
 //! `wlmap gang`: gang-scheduling groups, in each scheduler's language.
 
-use crate::args::{GangArgs, GangFormat, Output};
+use crate::args::{GangArgs, Output};
 use crate::context::{Context, print_data};
 use crate::exit::Result;
 use serde_json::json;
-use wlmap_engine::SchedulerFormat;
 
 /// `wlmap gang`: print the gang-scheduling groups of the named workloads in a scheduler's
 /// format.
@@ -27,15 +26,7 @@ pub fn run(ctx: &Context, a: &GangArgs) -> Result {
             )
         }
         Some(f) => {
-            let format = match f {
-                GangFormat::Kai => SchedulerFormat::Kai,
-                GangFormat::Coscheduling => SchedulerFormat::Coscheduling,
-                GangFormat::Volcano => SchedulerFormat::Volcano,
-                GangFormat::Kueue => SchedulerFormat::Kueue,
-                GangFormat::Native => SchedulerFormat::Native,
-                GangFormat::Workload => SchedulerFormat::Workload,
-            };
-            let r = wlmap_engine::render_gangs(format, &groups, &w, obj);
+            let r = wlmap_engine::render_gangs(f, &groups, &w, obj);
             for warning in &r.warnings {
                 eprintln!("wlmap: warning: {warning}");
             }
