@@ -12,7 +12,7 @@
 // prints "https://127.0.0.1:PORT" on its first stdout line. Control (same port, no auth; the
 // proxy listens on loopback only):
 //
-//	GET /__fault?kind=429|503|410|delay|drop|hold&count=N[&on=continue][&method=M][&ms=MS]   (N<0: always)
+//	GET /__fault?kind=429|503|410|delay|drop|hold&count=N[&on=continue][&method=M][&match=S]...[&ms=MS]   (N<0: always; each match S must be in the path and query)
 //	GET /__release          let every held request go on (to the apiserver as it is then)
 //	GET /__reset            clear faults and the log (and release what is held)
 //	GET /__log              one line per proxied request: "METHOD PATH?QUERY -> STATUS"
@@ -38,10 +38,11 @@ import (
 )
 
 type fault struct {
-	kind       string // 429, 503, 410, delay, drop, hold
-	left       int    // requests still to hit; <0 = every request
-	onContinue bool   // only LIST requests that carry a continue token
-	method     string // only requests of this method (empty: any)
+	kind       string   // 429, 503, 410, delay, drop, hold
+	left       int      // requests still to hit; <0 = every request
+	onContinue bool     // only LIST requests that carry a continue token
+	method     string   // only requests of this method (empty: any)
+	match      []string // only requests whose path and query contain each of these
 	delay      time.Duration
 }
 
@@ -99,12 +100,24 @@ func (s *state) take(r *http.Request) *fault {
 		if f.method != "" && f.method != r.Method {
 			continue
 		}
+		if !containsAll(r.URL.RequestURI(), f.match) {
+			continue
+		}
 		if f.left > 0 {
 			f.left--
 		}
 		return f
 	}
 	return nil
+}
+
+func containsAll(s string, parts []string) bool {
+	for _, p := range parts {
+		if !strings.Contains(s, p) {
+			return false
+		}
+	}
+	return true
 }
 
 // begin returns the epoch a request arrived in.
@@ -190,7 +203,7 @@ func main() {
 			return
 		}
 		ms, _ := strconv.Atoi(q.Get("ms"))
-		f := &fault{kind: q.Get("kind"), left: count, onContinue: q.Get("on") == "continue", method: q.Get("method"), delay: time.Duration(ms) * time.Millisecond}
+		f := &fault{kind: q.Get("kind"), left: count, onContinue: q.Get("on") == "continue", method: q.Get("method"), match: q["match"], delay: time.Duration(ms) * time.Millisecond}
 		st.mu.Lock()
 		st.faults = append(st.faults, f)
 		st.mu.Unlock()

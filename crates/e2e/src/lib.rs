@@ -485,6 +485,26 @@ impl FaultProxy {
         ));
     }
 
+    /// Arm a fault for the next `count` requests (`count` < 0: every one) whose path and
+    /// query contain each of `parts` (`["/jobsets?", "watch=true"]`: the JobSet watches).
+    pub fn arm_matching(&self, kind: &str, count: i32, parts: &[&str]) {
+        let encode = |p: &str| -> String {
+            p.bytes()
+                .map(|b| match b {
+                    b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'/' => {
+                        char::from(b).to_string()
+                    }
+                    _ => format!("%{b:02X}"),
+                })
+                .collect()
+        };
+        let matches: String = parts
+            .iter()
+            .map(|p| format!("&match={}", encode(p)))
+            .collect();
+        self.control(&format!("/__fault?kind={kind}&count={count}{matches}"));
+    }
+
     /// Let every held request go on, to the API server as it is now.
     pub fn release(&self) {
         self.control("/__release");

@@ -7,7 +7,7 @@
 
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
-use wlmap_e2e::{Controller, Testbed, gpu_container, jobset_jobs, json, testbed_crds};
+use wlmap_e2e::{Controller, FaultProxy, Testbed, gpu_container, jobset_jobs, json, testbed_crds};
 
 fn testbed() -> Testbed {
     let tb = Testbed::from_env();
@@ -203,6 +203,78 @@ fn a_jobset_is_ganged_as_one_workload() {
     let (code, page) = ctl.get("/");
     assert_eq!(code, 200);
     assert!(page.contains("<script src=\"/app.js\""), "{page}");
+}
+
+/// The webhook fetches an owner its inventory has not seen: with every JobSet watch of the
+/// controller held at the fault proxy (its first LIST passes), a JobSet created afterwards
+/// reaches the controller only through the webhook's GET of the pods' owner. Its pods are
+/// grouped all the same, and the fetched JobSet gets its PodGroup while the watch is held.
+#[test]
+#[ignore = "needs the scheduling testbed (see the file's doc)"]
+fn an_owner_the_watch_has_not_brought_is_fetched() {
+    let tb = testbed();
+    tb.apply_file(&testbed_crds().join("jobset.x-k8s.io_jobsets.yaml"));
+    tb.wait_established(&["crd/jobsets.jobset.x-k8s.io"]);
+    tb.namespace("wlmap-system");
+    let ns = "ctl-fetch";
+    tb.namespace(ns);
+    let Some(proxy) = FaultProxy::start(&tb) else {
+        panic!("the testbed did not build testbed/faultproxy (see its logs)");
+    };
+    proxy.arm_matching("hold", -1, &["/jobsets?", "watch=true"]);
+    let ctl = Controller::start_as(
+        &tb,
+        &proxy.kubeconfig,
+        "wlmap-system",
+        "fetch",
+        "wlmap-fetch",
+        &[],
+    );
+    proxy.wait_for_log(&["/jobsets?", "watch=true", "-> held"]);
+
+    let job_template = json!({"spec": {"parallelism": 1, "completions": 1, "backoffLimit": 0,
+        "completionMode": "Indexed", "template": {"spec": {"restartPolicy": "OnFailure",
+        "containers": [gpu_container(1)]}}}});
+    let jobset = json!({"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+        "metadata": {"name": "unseen", "namespace": ns},
+        "spec": {"replicatedJobs": [
+            {"name": "leader", "replicas": 1, "template": job_template},
+            {"name": "workers", "replicas": 1, "template": job_template}]}});
+    tb.kubectl(&["create", "-f", "-"], Some(&jobset.to_string()));
+    let created = tb.get_json(&["get", "jobset/unseen", "-n", ns]);
+    for job in jobset_jobs(&created) {
+        tb.kubectl(&["create", "-f", "-"], Some(&job.to_string()));
+    }
+    tb.wait_for("two pods created", 60, || tb.pods(ns).len() == 2);
+    for p in tb.pods(ns) {
+        assert_eq!(
+            p["spec"]["schedulingGroup"]["podGroupName"], "unseen-gang",
+            "grouped through the fetched owner: {p}"
+        );
+    }
+    let fetched = format!("GET /apis/jobset.x-k8s.io/v1alpha2/namespaces/{ns}/jobsets/unseen ");
+    let log = proxy.log();
+    assert!(
+        log.iter()
+            .any(|l| l.starts_with(&fetched) && l.ends_with("-> 200")),
+        "the webhook read the JobSet itself: {log:#?}"
+    );
+    assert!(
+        !log.iter().any(|l| l.contains("/jobsets?")
+            && l.contains("watch=true")
+            && !l.ends_with("-> held")),
+        "no JobSet watch went through: {log:#?}"
+    );
+    assert!(ctl.metric("wlmap_admission_owner_fetches_total") >= 1.0);
+    assert_eq!(
+        ctl.metric(r#"wlmap_admission_requests_total{result="grouped"}"#),
+        2.0
+    );
+    tb.wait_for("the fetched JobSet's PodGroup", 60, || {
+        pod_groups(&tb, ns).contains(&"unseen-gang".to_string())
+    });
+    drop(ctl);
+    proxy.reset();
 }
 
 /// A RayCluster of the real KubeRay operator (a head and two 4-GPU workers) on room for all
