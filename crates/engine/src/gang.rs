@@ -264,8 +264,10 @@ fn predicted_groups(
 }
 
 /// `podGroups` with pods: the attributed pods that pass the member's filters, grouped by the
-/// values of its keys (a workload may have a group per pod, one per job index); a name used
-/// twice gets a number.
+/// values of its keys (a workload may have a group per pod, one per job index). Groups come in
+/// the order of their scopes in the tree, then of their keys; a name used twice gets a number
+/// in that order. Neither depends on pod names, so a pod being created (nameless, from
+/// `generateName`) falls in the group it is in once named.
 fn observed_groups(
     def: &Definition,
     w: &Workload,
@@ -274,16 +276,64 @@ fn observed_groups(
     pods: &[Object],
 ) -> Result<Vec<PodGroup>> {
     let (predicted, _) = scopes(def, w, members);
+    let mut groups = keyed_groups(def, w, members, pods)?;
+    groups.sort_by(|a, b| (a.scope_rank, &a.keys).cmp(&(b.scope_rank, &b.keys)));
+    let mut used: BTreeMap<String, usize> = BTreeMap::new();
+    Ok(groups
+        .into_iter()
+        .map(|g| {
+            let mut name = scoped_name(w, group_name, &g.scope);
+            let n = used.entry(name.clone()).or_insert(0);
+            *n += 1;
+            if *n > 1 {
+                name = gang_name(&[&name, &n.to_string()]);
+            }
+            let min = predicted
+                .get(&g.scope)
+                .copied()
+                .unwrap_or(g.pods.len() as u64);
+            PodGroup {
+                incomplete: (g.pods.len() as u64) < min,
+                name,
+                min_member: min,
+                sub_groups: vec![],
+                members: g.pods,
+                topology: None,
+            }
+        })
+        .collect())
+}
+
+/// The pods of one observed group: its scope (and that scope's place in the tree), the
+/// values of its member's keys, its pods.
+struct KeyedGroup {
+    scope_rank: usize,
+    scope: String,
+    keys: Vec<String>,
+    pods: Vec<String>,
+}
+
+/// The attributed pods that pass their member's filters, grouped by the values of its keys.
+fn keyed_groups(
+    def: &Definition,
+    w: &Workload,
+    members: &[GangMember],
+    pods: &[Object],
+) -> Result<Vec<KeyedGroup>> {
     let by_name: HashMap<&str, &Object, foldhash::fast::RandomState> = pods
         .iter()
         .filter(|o| o.is_pod())
         .map(|o| (o.name(), o))
         .collect();
-    let mut groups: Vec<(String, Vec<String>)> = Vec::new(); // (scope, pods)
+    let mut groups: Vec<KeyedGroup> = Vec::new();
     let mut group_of: HashMap<Vec<String>, usize, foldhash::fast::RandomState> = HashMap::default();
+    let mut scope_ranks: HashMap<String, usize, foldhash::fast::RandomState> = HashMap::default();
     let mut placed = Vec::new();
     pods_with_scope(&w.root, None, &mut placed);
     for (node, scope, pod_name) in placed {
+        // Scopes are ranked as the tree walk meets them (before any filter), not by pods.
+        let rank = scope_ranks.len();
+        let scope_rank = *scope_ranks.entry(scope.clone()).or_insert(rank);
         let Some(m) = effective_member(def, members, node.component_index) else {
             continue;
         };
@@ -294,34 +344,19 @@ fn observed_groups(
             continue; // filtered out
         };
         match group_of.get(&keys) {
-            Some(&i) => groups[i].1.push(pod_name.clone()),
+            Some(&i) => groups[i].pods.push(pod_name.clone()),
             None => {
-                group_of.insert(keys, groups.len());
-                groups.push((scope.clone(), vec![pod_name.clone()]));
+                group_of.insert(keys.clone(), groups.len());
+                groups.push(KeyedGroup {
+                    scope_rank,
+                    scope: scope.clone(),
+                    keys,
+                    pods: vec![pod_name.clone()],
+                });
             }
         }
     }
-    let mut used: BTreeMap<String, usize> = BTreeMap::new();
-    Ok(groups
-        .into_iter()
-        .map(|(scope, pods)| {
-            let mut name = scoped_name(w, group_name, &scope);
-            let n = used.entry(name.clone()).or_insert(0);
-            *n += 1;
-            if *n > 1 {
-                name = gang_name(&[&name, &n.to_string()]);
-            }
-            let min = predicted.get(&scope).copied().unwrap_or(pods.len() as u64);
-            PodGroup {
-                incomplete: (pods.len() as u64) < min,
-                name,
-                min_member: min,
-                sub_groups: vec![],
-                members: pods,
-                topology: None,
-            }
-        })
-        .collect())
+    Ok(groups)
 }
 
 /// The values of a member's keys on a pod (one non-empty value each); `None` when the pod
