@@ -44,6 +44,7 @@ mod rewrite;
 mod run;
 mod sandbox;
 mod syntax;
+mod walk;
 
 pub use convert::{from_val, to_jq_string, to_val};
 pub use error::{CompileError, EvalError, Exhausted, Limits};

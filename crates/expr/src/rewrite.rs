@@ -288,62 +288,21 @@ impl<'s> Names<'s> {
     /// Add the names of a term.
     pub(crate) fn term(&mut self, t: &Term<&'s str>) {
         match t {
-            Term::Var(v) | Term::Break(v) => {
+            Term::Var(v) | Term::Break(v) | Term::Label(v, _) => {
                 self.vars.insert(v);
             }
-            Term::Call(name, args) => {
+            Term::Call(name, _) => {
                 self.calls.insert(name);
-                args.iter().for_each(|a| self.term(a));
             }
-            Term::Str(fmt, parts) => {
-                if let Some(f) = fmt {
-                    self.calls.insert(f);
-                }
-                for p in parts {
-                    if let StrPart::Term(t) = p {
-                        self.term(t);
-                    }
-                }
+            Term::Str(Some(fmt), _) => {
+                self.calls.insert(fmt);
             }
-            Term::Arr(Some(a)) | Term::Neg(a) => self.term(a),
-            Term::Label(l, a) => {
-                self.vars.insert(l);
-                self.term(a)
+            Term::BinOp(_, BinaryOp::Pipe(Some(p)), _) | Term::Fold(_, _, p, _) => {
+                crate::walk::pattern_vars(p, &mut |v| {
+                    self.vars.insert(v);
+                });
             }
-            Term::Obj(kvs) => kvs.iter().for_each(|(k, v)| {
-                self.term(k);
-                if let Some(v) = v {
-                    self.term(v);
-                }
-            }),
-            Term::BinOp(l, op, r) => {
-                if let BinaryOp::Pipe(Some(p)) = op {
-                    self.pattern(p);
-                }
-                self.term(l);
-                self.term(r);
-            }
-            Term::Fold(_, xs, pat, args) => {
-                self.term(xs);
-                self.pattern(pat);
-                args.iter().for_each(|a| self.term(a));
-            }
-            Term::TryCatch(t, c) => {
-                self.term(t);
-                if let Some(c) = c {
-                    self.term(c);
-                }
-            }
-            Term::IfThenElse(branches, e) => {
-                for (c, t) in branches {
-                    self.term(c);
-                    self.term(t);
-                }
-                if let Some(e) = e {
-                    self.term(e);
-                }
-            }
-            Term::Def(defs, body) => {
+            Term::Def(defs, _) => {
                 for d in defs {
                     self.calls.insert(d.name);
                     for a in &d.args {
@@ -353,41 +312,11 @@ impl<'s> Names<'s> {
                             self.calls.insert(a);
                         }
                     }
-                    self.term(&d.body);
-                }
-                self.term(body);
-            }
-            Term::Path(t, path) => {
-                self.term(t);
-                for (part, _) in &path.0 {
-                    match part {
-                        Part::Index(i) => self.term(i),
-                        Part::Range(x, y) => {
-                            if let Some(x) = x {
-                                self.term(x);
-                            }
-                            if let Some(y) = y {
-                                self.term(y);
-                            }
-                        }
-                    }
                 }
             }
             _ => {}
         }
-    }
-
-    fn pattern(&mut self, p: &Pattern<&'s str>) {
-        match p {
-            Pattern::Var(v) => {
-                self.vars.insert(v);
-            }
-            Pattern::Arr(ps) => ps.iter().for_each(|p| self.pattern(p)),
-            Pattern::Obj(kvs) => kvs.iter().for_each(|(k, p)| {
-                self.term(k);
-                self.pattern(p);
-            }),
-        }
+        crate::walk::subterms(t, &mut |s| self.term(s));
     }
 }
 

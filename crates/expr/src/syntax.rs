@@ -151,76 +151,24 @@ pub(crate) fn check_sandbox(text: &str) -> Result<Option<Term<&str>>, CompileErr
 /// Refuse recursive `def`s: with lexical scoping, a definition can only recurse by calling its
 /// own name from its body (or from a definition nested in it).
 pub(crate) fn check_recursion(text: &str, term: &Term<&str>) -> Result<(), CompileError> {
-    use jaq_core::load::parse::Pattern;
-    use jaq_core::path::Part;
+    use crate::walk::{any_term, subterms};
     fn calls(t: &Term<&str>, name: &str) -> bool {
-        match t {
-            Term::Call(n, args) => *n == name || args.iter().any(|a| calls(a, name)),
-            Term::Str(_, parts) => parts
-                .iter()
-                .any(|p| matches!(p, jaq_core::load::lex::StrPart::Term(t) if calls(t, name))),
-            Term::Arr(a) => a.as_ref().is_some_and(|a| calls(a, name)),
-            Term::Obj(kvs) => kvs
-                .iter()
-                .any(|(k, v)| calls(k, name) || v.as_ref().is_some_and(|v| calls(v, name))),
-            Term::Neg(a) | Term::Label(_, a) => calls(a, name),
-            Term::BinOp(a, _, b) => calls(a, name) || calls(b, name),
-            Term::Fold(_, x, pat, ts) => {
-                calls(x, name) || pattern_calls(pat, name) || ts.iter().any(|t| calls(t, name))
-            }
-            Term::TryCatch(a, b) => calls(a, name) || b.as_ref().is_some_and(|b| calls(b, name)),
-            Term::IfThenElse(branches, e) => {
-                branches
-                    .iter()
-                    .any(|(c, t)| calls(c, name) || calls(t, name))
-                    || e.as_ref().is_some_and(|e| calls(e, name))
-            }
-            Term::Def(defs, body) => defs.iter().any(|d| calls(&d.body, name)) || calls(body, name),
-            Term::Path(t, path) => {
-                calls(t, name)
-                    || path.0.iter().any(|(part, _)| match part {
-                        Part::Index(i) => calls(i, name),
-                        Part::Range(a, b) => {
-                            a.as_ref().is_some_and(|a| calls(a, name))
-                                || b.as_ref().is_some_and(|b| calls(b, name))
-                        }
-                    })
-            }
-            _ => false,
-        }
+        any_term(t, &|t| matches!(t, Term::Call(n, _) if *n == name))
     }
-    fn pattern_calls(p: &Pattern<&str>, name: &str) -> bool {
-        match p {
-            Pattern::Var(_) => false,
-            Pattern::Arr(ps) => ps.iter().any(|p| pattern_calls(p, name)),
-            Pattern::Obj(kvs) => kvs
-                .iter()
-                .any(|(k, p)| calls(k, name) || pattern_calls(p, name)),
-        }
-    }
+    /// The first definition, anywhere in `t`, whose body calls its own name.
     fn find<'a>(t: &Term<&'a str>) -> Option<&'a str> {
-        match t {
-            Term::Def(defs, body) => defs
-                .iter()
-                .find(|d| calls(&d.body, d.name))
-                .map(|d| d.name)
-                .or_else(|| defs.iter().find_map(|d| find(&d.body)))
-                .or_else(|| find(body)),
-            Term::Path(t, _) | Term::Neg(t) | Term::Label(_, t) => find(t),
-            Term::BinOp(a, _, b) => find(a).or_else(|| find(b)),
-            Term::Arr(Some(a)) => find(a),
-            Term::TryCatch(a, b) => find(a).or_else(|| b.as_deref().and_then(find)),
-            Term::IfThenElse(br, e) => br
-                .iter()
-                .find_map(|(c, t)| find(c).or_else(|| find(t)))
-                .or_else(|| e.as_deref().and_then(find)),
-            Term::Fold(_, x, _, ts) => find(x).or_else(|| ts.iter().find_map(find)),
-            Term::Call(_, args) => args.iter().find_map(find),
-            Term::Obj(kvs) => kvs
-                .iter()
-                .find_map(|(k, v)| find(k).or_else(|| v.as_ref().and_then(find))),
-            _ => None,
+        if let Term::Def(defs, _) = t
+            && let Some(d) = defs.iter().find(|d| calls(&d.body, d.name))
+        {
+            return Some(d.name);
         }
+        let mut found = None;
+        subterms(t, &mut |s| {
+            if found.is_none() {
+                found = find(s);
+            }
+        });
+        found
     }
     match find(term) {
         Some(name) => Err(CompileError {

@@ -94,6 +94,10 @@ fn recursive_definitions_are_refused() {
         ("def g(x): x | g(x); g(.)", "g"),
         ("def outer: def inner: outer; inner; outer", "outer"),
         ("[.[] | def h: 1 + h; h]", "h"),
+        // Inside a string interpolation, an object pattern's key and a slice bound too.
+        ("\"\\(def s: s; s)\"", "s"),
+        (". as {(def k: k; k): $v} | $v", "k"),
+        (".[1:(def r: r; r)]", "r"),
     ] {
         let e = Expr::compile(expr).expect_err(expr);
         assert_eq!(&e.source_text[e.span.clone()], name, "{expr}");
@@ -103,6 +107,38 @@ fn recursive_definitions_are_refused() {
         eval("def twice(f): f | f; .a | twice(. + 1)", json!({"a": 1})).unwrap(),
         vec![json!(3)]
     );
+}
+
+/// A key of a destructuring pattern runs on the value being destructured, not on the input:
+/// what it reads is inside a path `footprint` already counts (`.a` here), which is why
+/// `footprint` leaves pattern keys out.
+#[test]
+fn a_pattern_key_reads_the_value_it_destructures() {
+    let input = json!({"a": {"x": 1, "k": "x"}, "k": "y"});
+    assert_eq!(
+        eval(".a as {(.k): $v} | $v", input).unwrap(),
+        vec![json!(1)]
+    );
+    assert_eq!(
+        field_paths(".a as {(.k): $v} | $v"),
+        vec![vec!["a".to_string()]]
+    );
+}
+
+/// The paths read, as field names.
+fn field_paths(text: &str) -> Vec<Vec<String>> {
+    crate::paths_read(text)
+        .unwrap()
+        .into_iter()
+        .map(|p| {
+            p.into_iter()
+                .map(|k| match k {
+                    crate::Key::Field(f) => f,
+                    crate::Key::Each => "[]".to_string(),
+                })
+                .collect()
+        })
+        .collect()
 }
 
 #[test]
