@@ -76,19 +76,42 @@ pub type SchemaFindings = Option<Vec<String>>;
 /// assert_eq!((c[2]["status"].as_str(), c[2]["reason"].as_str()), (Some("Unknown"), Some("NoCRD")));
 /// ```
 pub fn upkeep(obj: &Value, served: bool, schema: SchemaFindings, now: &str) -> Upkeep {
-    let name = obj["metadata"]["name"].as_str().unwrap_or("?");
-    let verdict =
-        wlmap_schema::decode_compatible(&obj.to_string(), &format!("kartas.run.ai/{name}"))
-            .map_err(|e| e.to_string())
-            .and_then(|d| {
-                let ignored: Vec<String> = d.ignored.iter().map(|i| i.path.clone()).collect();
-                let k = d.kartas.into_iter().next().ok_or("no definition")?;
-                Definition::compile(k, Origin::Cluster)
-                    .map(|_| ignored)
-                    .map_err(|e| e.to_string())
-            });
     let root = &obj["spec"]["structureDefinition"]["rootComponent"]["kind"];
     let text = |k: &str| root[k].as_str().unwrap_or("").to_string();
+    let gvk = format!("{}/{} {}", text("group"), text("version"), text("kind"));
+    let condition = Conditions {
+        generation: obj["metadata"]["generation"].clone(),
+    };
+    let mut conditions = vec![
+        condition.valid(&verdict(obj)),
+        condition.kind_served(&gvk, served),
+        condition.schema_matches(&gvk, schema),
+    ];
+    let changed = keep_transition_times(&mut conditions, obj, now);
+    Upkeep {
+        labels: lookup_labels(obj, &text),
+        conditions: changed.then_some(conditions),
+    }
+}
+
+/// Whether the Karta decodes (read as the format's Go implementation reads it) and compiles:
+/// the unknown fields it ignored, or why not.
+fn verdict(obj: &Value) -> Result<Vec<String>, String> {
+    let name = obj["metadata"]["name"].as_str().unwrap_or("?");
+    let d = wlmap_schema::decode_compatible(&obj.to_string(), &format!("kartas.run.ai/{name}"))
+        .map_err(|e| e.to_string())?;
+    let ignored: Vec<String> = d.ignored.iter().map(|i| i.path.clone()).collect();
+    let k = d.kartas.into_iter().next().ok_or("no definition")?;
+    Definition::compile(k, Origin::Cluster)
+        .map(|_| ignored)
+        .map_err(|e| e.to_string())
+}
+
+/// KAI Scheduler's lookup labels from the root kind, when one is missing or different.
+fn lookup_labels(
+    obj: &Value,
+    text: &impl Fn(&str) -> String,
+) -> Option<std::collections::BTreeMap<String, String>> {
     let want: std::collections::BTreeMap<String, String> = [
         ("run.ai/karta-group", text("group")),
         ("run.ai/karta-version", text("version")),
@@ -98,44 +121,31 @@ pub fn upkeep(obj: &Value, served: bool, schema: SchemaFindings, now: &str) -> U
     .map(|(k, v)| (k.to_string(), v))
     .collect();
     let have = &obj["metadata"]["labels"];
-    let labels = want
-        .iter()
+    want.iter()
         .any(|(k, v)| have[k].as_str() != Some(v.as_str()))
-        .then_some(want);
-    let gvk = format!("{}/{} {}", text("group"), text("version"), text("kind"));
-    let generation = obj["metadata"]["generation"].clone();
-    let condition = |t: &str, ok: bool, reason: &str, message: String| {
+        .then_some(want)
+}
+
+/// The conditions of one generation of a Karta.
+struct Conditions {
+    generation: Value,
+}
+
+impl Conditions {
+    fn make(&self, t: &str, ok: bool, reason: &str, message: String) -> Value {
         serde_json::json!({"type": t, "status": if ok { "True" } else { "False" },
-            "reason": reason, "message": message, "observedGeneration": generation})
-    };
-    let schema_condition = match schema {
-        None => {
-            let mut c = condition(
-                "SchemaMatches",
-                false,
-                "NoCRD",
-                format!("{gvk} has no CustomResourceDefinition to check against"),
-            );
-            c["status"] = Value::from("Unknown");
-            c
-        }
-        Some(f) if f.is_empty() => condition(
-            "SchemaMatches",
-            true,
-            "Matches",
-            "every path the definition reads is in its CRD's schema".into(),
-        ),
-        Some(f) => condition("SchemaMatches", false, "SchemaMismatch", f.join("; ")),
-    };
-    let mut conditions = vec![
-        match &verdict {
-            Ok(ignored) if ignored.is_empty() => condition(
+            "reason": reason, "message": message, "observedGeneration": self.generation})
+    }
+
+    fn valid(&self, verdict: &Result<Vec<String>, String>) -> Value {
+        match verdict {
+            Ok(ignored) if ignored.is_empty() => self.make(
                 "Valid",
                 true,
                 "Valid",
                 "the definition decodes and compiles".into(),
             ),
-            Ok(ignored) => condition(
+            Ok(ignored) => self.make(
                 "Valid",
                 true,
                 "UnknownFieldsIgnored",
@@ -144,26 +154,55 @@ pub fn upkeep(obj: &Value, served: bool, schema: SchemaFindings, now: &str) -> U
                     ignored.join(", ")
                 ),
             ),
-            Err(e) => condition("Valid", false, "Invalid", e.clone()),
-        },
+            Err(e) => self.make("Valid", false, "Invalid", e.clone()),
+        }
+    }
+
+    fn kind_served(&self, gvk: &str, served: bool) -> Value {
         if served {
-            condition("KindServed", true, "Served", format!("{gvk} is served"))
+            self.make("KindServed", true, "Served", format!("{gvk} is served"))
         } else {
-            condition(
+            self.make(
                 "KindServed",
                 false,
                 "NotServed",
                 format!("{gvk} is not served (its CRD is not installed)"),
             )
-        },
-        schema_condition,
-    ];
+        }
+    }
+
+    fn schema_matches(&self, gvk: &str, schema: SchemaFindings) -> Value {
+        match schema {
+            None => {
+                let mut c = self.make(
+                    "SchemaMatches",
+                    false,
+                    "NoCRD",
+                    format!("{gvk} has no CustomResourceDefinition to check against"),
+                );
+                c["status"] = Value::from("Unknown");
+                c
+            }
+            Some(f) if f.is_empty() => self.make(
+                "SchemaMatches",
+                true,
+                "Matches",
+                "every path the definition reads is in its CRD's schema".into(),
+            ),
+            Some(f) => self.make("SchemaMatches", false, "SchemaMismatch", f.join("; ")),
+        }
+    }
+}
+
+/// Give each condition the transition time it had while its status stays (else `now`);
+/// true when any condition differs from the one the Karta carries.
+fn keep_transition_times(conditions: &mut [Value], obj: &Value, now: &str) -> bool {
     let old: Vec<Value> = obj["status"]["conditions"]
         .as_array()
         .cloned()
         .unwrap_or_default();
     let mut changed = false;
-    for c in &mut conditions {
+    for c in conditions {
         let prior = old.iter().find(|o| o["type"] == c["type"]);
         let same = |k: &str| prior.is_some_and(|p| p[k] == c[k]);
         let kept_time = prior
@@ -175,10 +214,7 @@ pub fn upkeep(obj: &Value, served: bool, schema: SchemaFindings, now: &str) -> U
             !(same("status") && same("reason") && same("message") && same("observedGeneration"));
         c["lastTransitionTime"] = Value::from(kept_time);
     }
-    Upkeep {
-        labels,
-        conditions: changed.then_some(conditions),
-    }
+    changed
 }
 
 #[cfg(test)]

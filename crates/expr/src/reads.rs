@@ -6,7 +6,7 @@ use crate::CompileError;
 use crate::program::parse_term;
 use jaq_core::load::lex::StrPart;
 use jaq_core::load::parse::{BinaryOp, Term};
-use jaq_core::path::Part;
+use jaq_core::path::{Part, Path};
 
 /// One step of a path read: a constant key (`.spec`, `["a b"]`) or every element (`[]`).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -127,36 +127,7 @@ fn input_free(name: &str, arity: usize) -> bool {
 /// else than that input.
 fn reads(t: &Term<&str>, at_input: bool, out: &mut Footprint) {
     match t {
-        Term::Path(base, path) => {
-            if at_input && matches!(**base, Term::Id) {
-                let keys: Vec<Key> = path
-                    .0
-                    .iter()
-                    .map_while(|(part, _)| match part {
-                        Part::Index(i) => constant(i).map(Key::Field),
-                        Part::Range(None, None) => Some(Key::Each),
-                        Part::Range(..) => None,
-                    })
-                    .collect();
-                if keys.is_empty() {
-                    out.whole = true; // `.[$k]`, `.[1:]`: no constant first key
-                } else {
-                    out.paths.push(keys);
-                }
-            } else {
-                reads(base, at_input, out);
-            }
-            for (part, _) in &path.0 {
-                match part {
-                    Part::Index(i) => reads(i, at_input, out),
-                    Part::Range(from, to) => {
-                        for b in from.iter().chain(to) {
-                            reads(b, at_input, out);
-                        }
-                    }
-                }
-            }
-        }
+        Term::Path(base, path) => path_reads(base, path, at_input, out),
         Term::BinOp(l, BinaryOp::Pipe(binding), r) => {
             reads(l, at_input, out);
             // `E as $x | body`: body's input is still E's.
@@ -227,6 +198,39 @@ fn reads(t: &Term<&str>, at_input: bool, out: &mut Footprint) {
         }
         Term::Id | Term::Recurse => out.whole |= at_input,
         Term::Num(_) | Term::Arr(None) | Term::Break(_) | Term::Var(_) => {}
+    }
+}
+
+/// What a path term reads: the path itself when it starts at the input (as far as its keys are
+/// constant), and what its base and its indices read.
+fn path_reads(base: &Term<&str>, path: &Path<Term<&str>>, at_input: bool, out: &mut Footprint) {
+    if at_input && matches!(base, Term::Id) {
+        let keys: Vec<Key> = path
+            .0
+            .iter()
+            .map_while(|(part, _)| match part {
+                Part::Index(i) => constant(i).map(Key::Field),
+                Part::Range(None, None) => Some(Key::Each),
+                Part::Range(..) => None,
+            })
+            .collect();
+        if keys.is_empty() {
+            out.whole = true; // `.[$k]`, `.[1:]`: no constant first key
+        } else {
+            out.paths.push(keys);
+        }
+    } else {
+        reads(base, at_input, out);
+    }
+    for (part, _) in &path.0 {
+        match part {
+            Part::Index(i) => reads(i, at_input, out),
+            Part::Range(from, to) => {
+                for b in from.iter().chain(to.iter()) {
+                    reads(b, at_input, out);
+                }
+            }
+        }
     }
 }
 
