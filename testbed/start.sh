@@ -45,8 +45,10 @@ done
 [ -n "$OPERATORS" ] && SCHEDULING=1
 [ "$SCHEDULING" = 1 ] && CONTROLLERS=1
 # Workload-aware scheduling (Workload and PodGroup, scheduling.k8s.io/v1beta1, beta in
-# v1.37 and off by default): the gate on every component, the API group on the server.
-FEATURE_GATES="GenericWorkload=true"
+# v1.37 and off by default), and its hierarchical gangs (CompositePodGroup,
+# scheduling.k8s.io/v1alpha3, alpha in v1.37, which needs TopologyAwareWorkloadScheduling):
+# the gates on every component, the API versions on the server.
+FEATURE_GATES="GenericWorkload=true,TopologyAwareWorkloadScheduling=true,CompositePodGroup=true"
 NAMESPACE=team-a
 ADMIN_USER=wlmap-admin
 RESTRICTED_USER=wlmap-restricted
@@ -273,7 +275,7 @@ launch kube-apiserver "$BIN/kube-apiserver" \
   --allow-privileged=true \
   --profiling=false \
   --feature-gates="$FEATURE_GATES" \
-  --runtime-config=scheduling.k8s.io/v1beta1=true \
+  --runtime-config=scheduling.k8s.io/v1beta1=true,scheduling.k8s.io/v1alpha3=true \
   --v=1
 
 KC=("$BIN/kubectl" --kubeconfig="$KUBECONFIG_ADMIN" --request-timeout=5s)

@@ -24,6 +24,12 @@ app.kubernetes.io/component: controller
 {{- end -}}
 
 {{/* The gang objects' API group and version for the scheduler chosen. */}}
+{{- define "wlmap.gangResources" -}}
+{{- if eq .Values.scheduler "native-composite" -}}[podgroups, compositepodgroups, workloads]
+{{- else -}}[podgroups]
+{{- end -}}
+{{- end -}}
+
 {{- define "wlmap.gangGroup" -}}
 {{- if eq .Values.scheduler "coscheduling" -}}scheduling.x-k8s.io
 {{- else if eq .Values.scheduler "volcano" -}}scheduling.volcano.sh

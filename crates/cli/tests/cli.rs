@@ -619,6 +619,7 @@ fn gang_formats_match_their_golden_files() {
             "volcano",
             "kueue",
             "native",
+            "native-composite",
             "workload",
         ] {
             let mut args = vec!["gang", "-f", p];

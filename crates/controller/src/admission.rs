@@ -43,7 +43,9 @@ pub fn pod_of(review: &Value) -> Option<Object> {
 pub fn already_grouped(pod: &Object, format: SchedulerFormat) -> bool {
     let j = pod.json();
     match format {
-        SchedulerFormat::Native => !j["spec"]["schedulingGroup"].is_null(),
+        SchedulerFormat::Native | SchedulerFormat::NativeComposite => {
+            !j["spec"]["schedulingGroup"].is_null()
+        }
         SchedulerFormat::Coscheduling => {
             !j["metadata"]["labels"]["scheduling.x-k8s.io/pod-group"].is_null()
         }

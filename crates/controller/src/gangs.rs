@@ -3,20 +3,31 @@
 //! needs, and leave alone what someone else wrote under the same name.
 
 use serde_json::Value;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use wlmap_engine::{Definition, MANAGED_BY, Object, SchedulerFormat, Workload};
 
 /// The scheduler formats the controller writes (KAI reads definitions itself, Kueue has no
 /// objects of its own, the v1alpha1 Workload API is gone from v1.37).
-pub const FORMATS: [SchedulerFormat; 3] = [
+pub const FORMATS: [SchedulerFormat; 4] = [
     SchedulerFormat::Native,
+    SchedulerFormat::NativeComposite,
     SchedulerFormat::Coscheduling,
     SchedulerFormat::Volcano,
 ];
 
-/// The gang objects of a workload: one per group its spec predicts, plus one per group its
-/// pods fall in that the spec does not predict (pods already tagged with such a group must
-/// find it), with minimum counts from the spec.
+/// What a workload's gangs need: the objects to write, and the pods they hold.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Desired {
+    /// One per group its spec predicts, plus one per group its pods fall in that the spec
+    /// does not predict (pods already tagged with such a group must find it), with minimum
+    /// counts from the spec.
+    pub objects: Vec<Value>,
+    /// The names of the pods the format puts in a group (a pod outside every group, such as
+    /// one outside every sub-group in the hierarchical form, is scheduled on its own).
+    pub members: BTreeSet<String>,
+}
+
+/// The gang objects of a workload and the pods they hold.
 ///
 /// ```
 /// use wlmap_engine::{Object, SchedulerFormat};
@@ -26,7 +37,7 @@ pub const FORMATS: [SchedulerFormat; 3] = [
 /// let reg = wlmap_catalog::registry().unwrap();
 /// let def = reg.for_kind(&job.gvk()).unwrap();
 /// let w = wlmap_engine::resolve(def, &job).unwrap();
-/// let objs = wlmap_controller::gangs::desired(def, &w, &job, &[], SchedulerFormat::Native).unwrap();
+/// let objs = wlmap_controller::gangs::desired(def, &w, &job, &[], SchedulerFormat::Native).unwrap().objects;
 /// assert_eq!(objs[0]["metadata"]["name"], "train-job");
 /// assert_eq!(objs[0]["spec"]["schedulingPolicy"]["gang"]["minCount"], 3);
 /// ```
@@ -36,16 +47,24 @@ pub fn desired(
     root: &Object,
     pods: &[Object],
     format: SchedulerFormat,
-) -> Result<Vec<Value>, wlmap_engine::Error> {
+) -> Result<Desired, wlmap_engine::Error> {
     let mut groups = wlmap_engine::gangs(def, w, None)?;
+    let mut members = BTreeSet::new();
     if !pods.is_empty() {
-        for g in wlmap_engine::gangs(def, w, Some(pods))? {
+        let observed = wlmap_engine::gangs(def, w, Some(pods))?;
+        let tags = wlmap_engine::render_gangs(format, &observed, w, root).pod_tags;
+        members.extend(
+            tags.iter()
+                .filter_map(|t| t["pod"].as_str().map(String::from)),
+        );
+        for g in observed {
             if !groups.iter().any(|p| p.name == g.name) {
                 groups.push(g);
             }
         }
     }
-    Ok(wlmap_engine::render_gangs(format, &groups, w, root).objects)
+    let objects = wlmap_engine::render_gangs(format, &groups, w, root).objects;
+    Ok(Desired { objects, members })
 }
 
 /// One write to make.
@@ -82,7 +101,7 @@ pub fn is_ours(o: &Value) -> bool {
         == Some(MANAGED_BY.1)
 }
 
-fn owned_by(o: &Value, uid: &str) -> bool {
+pub(crate) fn owned_by(o: &Value, uid: &str) -> bool {
     o.pointer("/metadata/ownerReferences")
         .and_then(Value::as_array)
         .is_some_and(|refs| refs.iter().any(|r| r["uid"] == uid))
@@ -141,27 +160,36 @@ pub fn plan(desired: &[Value], existing: &[Value], workload_uid: &str) -> Vec<Ac
     out
 }
 
-/// The gang objects that exist, by namespace and name, with an index by owner uid: a
+/// The gang objects that exist, by kind, namespace and name, with an index by owner uid: a
 /// reconcile reads the few that concern its workload, however many the namespace holds.
 ///
 /// ```
 /// let mut store = wlmap_controller::gangs::GangStore::default();
-/// store.insert(serde_json::json!({"metadata": {"namespace": "ml", "name": "a-gang",
+/// store.insert(serde_json::json!({"kind": "PodGroup", "metadata": {"namespace": "ml", "name": "a-gang",
 ///     "ownerReferences": [{"uid": "w1"}]}}));
-/// store.insert(serde_json::json!({"metadata": {"namespace": "ml", "name": "b-gang"}}));
-/// assert_eq!(store.concerning("ml", &["b-gang"], "w1").len(), 2);
+/// store.insert(serde_json::json!({"kind": "PodGroup", "metadata": {"namespace": "ml", "name": "b-gang"}}));
+/// store.insert(serde_json::json!({"kind": "Workload", "metadata": {"namespace": "ml", "name": "b-gang"}}));
+/// assert_eq!(store.concerning("ml", &["b-gang"], "w1").len(), 3);
 /// assert_eq!(store.concerning("ml", &[], "w2").len(), 0);
+/// store.replace_kind("Workload", vec![]);
+/// assert_eq!(store.concerning("ml", &["b-gang"], "w1").len(), 2);
 /// ```
 #[derive(Debug, Default)]
 pub struct GangStore {
-    objects: BTreeMap<(String, String), Value>,
-    by_owner: BTreeMap<String, std::collections::BTreeSet<(String, String)>>,
+    objects: BTreeMap<Key, Value>,
+    by_owner: BTreeMap<String, std::collections::BTreeSet<Key>>,
+    /// The kinds ever held (a format writes one to three).
+    kinds: std::collections::BTreeSet<String>,
 }
 
-fn key_of(v: &Value) -> (String, String) {
+/// Kind, namespace, name: a CompositePodGroup and its Workload share a name.
+type Key = (String, String, String);
+
+fn key_of(v: &Value) -> Key {
     let m = &v["metadata"];
     let text = |k: &str| m[k].as_str().unwrap_or("").to_string();
-    (text("namespace"), text("name"))
+    let kind = v["kind"].as_str().unwrap_or("").to_string();
+    (kind, text("namespace"), text("name"))
 }
 
 fn owner_uids(v: &Value) -> impl Iterator<Item = String> + '_ {
@@ -177,6 +205,7 @@ impl GangStore {
     pub fn insert(&mut self, v: Value) {
         let key = key_of(&v);
         self.remove(&v);
+        self.kinds.insert(key.0.clone());
         for uid in owner_uids(&v) {
             self.by_owner.entry(uid).or_default().insert(key.clone());
         }
@@ -198,19 +227,32 @@ impl GangStore {
         }
     }
 
-    /// Replace everything (a relist).
-    pub fn replace_all(&mut self, objects: impl IntoIterator<Item = Value>) {
-        *self = GangStore::default();
+    /// Replace every object of a kind (a relist of its watch).
+    pub fn replace_kind(&mut self, kind: &str, objects: impl IntoIterator<Item = Value>) {
+        let old: Vec<Value> = self
+            .objects
+            .iter()
+            .filter(|(k, _)| k.0 == kind)
+            .map(|(_, v)| v.clone())
+            .collect();
+        for v in &old {
+            self.remove(v);
+        }
         for v in objects {
             self.insert(v);
         }
     }
 
-    /// The objects of a namespace with one of these names, or owned by this uid.
+    /// The objects of a namespace with one of these names (of any kind), or owned by this uid.
     pub fn concerning(&self, ns: &str, names: &[&str], owner_uid: &str) -> Vec<Value> {
-        let mut keys: std::collections::BTreeSet<(String, String)> = names
+        let mut keys: std::collections::BTreeSet<Key> = self
+            .kinds
             .iter()
-            .map(|n| (ns.to_string(), n.to_string()))
+            .flat_map(|k| {
+                names
+                    .iter()
+                    .map(move |n| (k.clone(), ns.to_string(), n.to_string()))
+            })
             .collect();
         keys.extend(self.by_owner.get(owner_uid).into_iter().flatten().cloned());
         keys.iter()

@@ -16,19 +16,41 @@ use wlmap_kube::Kind;
 /// The field manager of every write.
 pub const FIELD_MANAGER: &str = "wlmap-controller";
 
-/// The API resource of a format's gang objects.
+/// The kinds of a format's gang objects, parents before children (the order they are
+/// written in; deletions go the other way).
 ///
 /// ```
-/// let r = wlmap_controller::reconcile::gang_resource(wlmap_engine::SchedulerFormat::Native);
+/// use wlmap_engine::SchedulerFormat;
+/// let r = &wlmap_controller::reconcile::gang_kinds(SchedulerFormat::Native)[0];
 /// assert_eq!((r.group.as_str(), r.version.as_str(), r.plural.as_str()), ("scheduling.k8s.io", "v1beta1", "podgroups"));
+/// let kinds: Vec<String> = wlmap_controller::reconcile::gang_kinds(SchedulerFormat::NativeComposite)
+///     .into_iter().map(|k| k.kind).collect();
+/// assert_eq!(kinds, ["Workload", "CompositePodGroup", "PodGroup"]);
 /// ```
-pub fn gang_resource(format: SchedulerFormat) -> Kind {
-    let (group, version) = match format {
-        SchedulerFormat::Coscheduling => ("scheduling.x-k8s.io", "v1alpha1"),
-        SchedulerFormat::Volcano => ("scheduling.volcano.sh", "v1beta1"),
-        _ => ("scheduling.k8s.io", "v1beta1"),
-    };
-    Kind::new(group, version, "PodGroup", "podgroups", true)
+pub fn gang_kinds(format: SchedulerFormat) -> Vec<Kind> {
+    let pod_group = |group, version| Kind::new(group, version, "PodGroup", "podgroups", true);
+    match format {
+        SchedulerFormat::Coscheduling => vec![pod_group("scheduling.x-k8s.io", "v1alpha1")],
+        SchedulerFormat::Volcano => vec![pod_group("scheduling.volcano.sh", "v1beta1")],
+        SchedulerFormat::NativeComposite => vec![
+            Kind::new(
+                "scheduling.k8s.io",
+                "v1beta1",
+                "Workload",
+                "workloads",
+                true,
+            ),
+            Kind::new(
+                "scheduling.k8s.io",
+                "v1alpha3",
+                "CompositePodGroup",
+                "compositepodgroups",
+                true,
+            ),
+            pod_group("scheduling.k8s.io", "v1beta1"),
+        ],
+        _ => vec![pod_group("scheduling.k8s.io", "v1beta1")],
+    }
 }
 
 /// What a reconcile did (the `result` label of its metric).
@@ -92,9 +114,10 @@ pub async fn reconcile(shared: &Shared, key: &ObjectKey) -> Result<Outcome, Stri
             desired(&e.definition, w, &e.object, &pods, format).map_err(|e| e.to_string())?;
         let ungrouped = pods
             .iter()
+            .filter(|p| want.members.contains(p.name()))
             .filter(|p| !already_grouped(p, format) && !finished(p))
             .count();
-        (want, e.object.clone(), ungrouped)
+        (want.objects, e.object.clone(), ungrouped)
     };
     if count_ungrouped(shared, key, ungrouped) {
         let note = format!(
@@ -124,50 +147,145 @@ pub async fn reconcile(shared: &Shared, key: &ObjectKey) -> Result<Outcome, Stri
             .unwrap_or_else(|e| e.into_inner())
             .concerning(&ns, &names, &uid)
     };
-    let api: kube::Api<DynamicObject> = kube::Api::namespaced_with(
-        shared.client.clone(),
-        &ns,
-        &gang_resource(format).api_resource(),
-    );
     let mut outcome = Outcome::Unchanged;
-    for action in plan(&want, &existing, &uid) {
-        match action {
-            Action::Apply(obj) => {
-                let name = obj["metadata"]["name"].as_str().unwrap_or("").to_string();
-                let params = PatchParams::apply(FIELD_MANAGER).force();
-                let out = api
-                    .patch(&name, &params, &Patch::Apply(&obj))
-                    .await
-                    .map_err(|e| format!("apply {name}: {e}"))?;
-                remember(shared, out);
-                Metrics::count(&shared.metrics.writes, "action", "apply");
-                outcome = Outcome::Applied;
-            }
-            Action::Delete { name, uid } => {
-                let params = DeleteParams {
-                    preconditions: Some(Preconditions {
-                        uid: Some(uid),
-                        resource_version: None,
-                    }),
-                    ..Default::default()
-                };
-                match api.delete(&name, &params).await {
-                    Ok(_) => {}
-                    Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => {}
-                    Err(e) => return Err(format!("delete {name}: {e}")),
-                }
-                Metrics::count(&shared.metrics.writes, "action", "delete");
-                outcome = Outcome::Applied;
-            }
-            Action::Conflict { name } => {
-                conflict(shared, key, &root, &name).await;
-                if outcome == Outcome::Unchanged {
-                    outcome = Outcome::Conflict;
-                }
+    for (kind, action) in plan_all(format, &want, &existing, &uid) {
+        let done = act(shared, key, &root, &kind, action).await?;
+        outcome = match (outcome, done) {
+            (_, Outcome::Applied) | (Outcome::Applied, _) => Outcome::Applied,
+            (_, Outcome::Conflict) | (Outcome::Conflict, _) => Outcome::Conflict,
+            _ => Outcome::Unchanged,
+        };
+    }
+    Ok(outcome)
+}
+
+/// Each kind's plan, in the order to carry it out: creations and changes parents first (a
+/// child may name its parent), deletions children first.
+fn plan_all(
+    format: SchedulerFormat,
+    want: &[Value],
+    existing: &[Value],
+    uid: &str,
+) -> Vec<(Kind, Action)> {
+    let of_kind = |objs: &[Value], k: &Kind| -> Vec<Value> {
+        objs.iter()
+            .filter(|o| o["kind"] == k.kind.as_str())
+            .cloned()
+            .collect()
+    };
+    let mut writes = Vec::new();
+    let mut deletes = Vec::new();
+    for k in gang_kinds(format) {
+        for a in plan(&of_kind(want, &k), &of_kind(existing, &k), uid) {
+            match a {
+                Action::Delete { .. } => deletes.push((k.clone(), a)),
+                _ => writes.push((k.clone(), a)),
             }
         }
     }
-    Ok(outcome)
+    deletes.reverse();
+    writes.extend(deletes);
+    writes
+}
+
+/// Carry out one action on a gang object of this kind.
+async fn act(
+    shared: &Shared,
+    key: &ObjectKey,
+    root: &wlmap_engine::Object,
+    kind: &Kind,
+    action: Action,
+) -> Result<Outcome, String> {
+    let api: kube::Api<DynamicObject> = kube::Api::namespaced_with(
+        shared.client.clone(),
+        root.namespace(),
+        &kind.api_resource(),
+    );
+    match action {
+        Action::Apply(obj) => {
+            apply(shared, &api, &obj, root.uid()).await?;
+            Ok(Outcome::Applied)
+        }
+        Action::Delete { name, uid } => {
+            delete(shared, &api, &name, &uid).await?;
+            Ok(Outcome::Applied)
+        }
+        Action::Conflict { name } => {
+            conflict(shared, key, root, &kind.kind, &name).await;
+            Ok(Outcome::Conflict)
+        }
+    }
+}
+
+/// Server-side apply an object. One of ours that the server refuses to change (a field it
+/// holds immutable, such as a CompositePodGroup's `minGroupCount` when a workload gains a
+/// role) is deleted and created anew: the pods name their groups, never the object's uid.
+async fn apply(
+    shared: &Shared,
+    api: &kube::Api<DynamicObject>,
+    obj: &Value,
+    workload_uid: &str,
+) -> Result<(), String> {
+    let name = obj["metadata"]["name"].as_str().unwrap_or("").to_string();
+    let params = PatchParams::apply(FIELD_MANAGER).force();
+    let out = match api.patch(&name, &params, &Patch::Apply(obj)).await {
+        Err(kube::Error::Api(s)) if s.code == 422 => {
+            let Some(old) = ours_to_replace(shared, obj, workload_uid) else {
+                return Err(format!("apply {name}: {}", s.message));
+            };
+            log(
+                "info",
+                "replacing a gang object the server will not change in place",
+                json!({"name": name, "kind": obj["kind"], "error": s.message}),
+            );
+            delete(shared, api, &name, &old).await?;
+            api.patch(&name, &params, &Patch::Apply(obj)).await
+        }
+        other => other,
+    }
+    .map_err(|e| format!("apply {name}: {e}"))?;
+    remember(shared, out);
+    Metrics::count(&shared.metrics.writes, "action", "apply");
+    Ok(())
+}
+
+/// The uid of the object of `obj`'s kind and name when wlmap wrote it for this workload.
+fn ours_to_replace(shared: &Shared, obj: &Value, workload_uid: &str) -> Option<String> {
+    let store = shared
+        .gang_objects
+        .read()
+        .unwrap_or_else(|e| e.into_inner());
+    let ns = obj["metadata"]["namespace"].as_str().unwrap_or("");
+    let name = obj["metadata"]["name"].as_str()?;
+    store
+        .concerning(ns, &[name], workload_uid)
+        .into_iter()
+        .find(|e| e["kind"] == obj["kind"] && e["metadata"]["name"] == name)
+        .filter(|e| crate::gangs::is_ours(e) && crate::gangs::owned_by(e, workload_uid))
+        .and_then(|e| e["metadata"]["uid"].as_str().map(String::from))
+}
+
+/// Delete one of our objects, on the condition that it is still the one of this uid.
+async fn delete(
+    shared: &Shared,
+    api: &kube::Api<DynamicObject>,
+    name: &str,
+    uid: &str,
+) -> Result<(), String> {
+    let params = DeleteParams {
+        preconditions: Some(Preconditions {
+            uid: Some(uid.to_string()),
+            resource_version: None,
+        }),
+        ..Default::default()
+    };
+    match api.delete(name, &params).await {
+        Ok(_) => {}
+        Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => {}
+        Err(e) => return Err(format!("delete {name}: {e}")),
+    }
+    Metrics::count(&shared.metrics.writes, "action", "delete");
+    Ok(())
 }
 
 /// A pod that has run its course (its group no longer matters).
@@ -208,18 +326,23 @@ fn remember(shared: &Shared, out: DynamicObject) {
 
 /// Say once, in an event on the workload and in the log, that a gang object of the wanted
 /// name belongs to someone else.
-async fn conflict(shared: &Shared, key: &ObjectKey, root: &wlmap_engine::Object, name: &str) {
+async fn conflict(
+    shared: &Shared,
+    key: &ObjectKey,
+    root: &wlmap_engine::Object,
+    kind: &str,
+    name: &str,
+) {
     let first = shared
         .conflicts
         .lock()
         .unwrap_or_else(|e| e.into_inner())
-        .insert((key.clone(), name.to_string()));
+        .insert((key.clone(), format!("{kind}/{name}")));
     if !first {
         return;
     }
     let note = format!(
-        "{} {name} exists and was not written by wlmap; it is left alone (a native integration or another tool takes precedence)",
-        gang_resource(shared.opts.format).kind
+        "{kind} {name} exists and was not written by wlmap; it is left alone (a native integration or another tool takes precedence)"
     );
     log("warning", &note, json!({"workload": key.to_string()}));
     crate::run::event(

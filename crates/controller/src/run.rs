@@ -96,6 +96,7 @@ async fn main(opts: Options) -> Result<(), String> {
     let mut watch_config = config;
     watch_config.read_timeout = Some(wlmap_kube::WATCH_READ_TIMEOUT);
     let watch_client = kube::Client::try_from(watch_config).map_err(|e| e.to_string())?;
+    served(&client, opts.format).await?;
     let kartas = watches::list_kartas(&client).await;
     let registry = watches::registry_of(&kartas);
     let shared = Arc::new(Shared::new(opts.clone(), client.clone(), registry));
@@ -112,7 +113,7 @@ async fn main(opts: Options) -> Result<(), String> {
         "info",
         "serving",
         json!({"webhook": opts.webhook_addr.to_string(), "probes": opts.probe_addr.to_string(),
-            "format": format!("{:?}", opts.format), "identity": opts.identity}),
+            "format": opts.format.name(), "identity": opts.identity}),
     );
     tokio::spawn(crate::serve::webhook(
         webhook,
@@ -160,6 +161,34 @@ async fn main(opts: Options) -> Result<(), String> {
         );
     }
     Ok(())
+}
+
+/// The hierarchical form's kinds are alpha and off by default: say at once, and how to turn
+/// them on, rather than fail at every reconcile. (The other formats' kinds may arrive later,
+/// with their scheduler's CRDs: their watches wait for them.)
+async fn served(client: &kube::Client, format: SchedulerFormat) -> Result<(), String> {
+    if format != SchedulerFormat::NativeComposite {
+        return Ok(());
+    }
+    let d = kube::Discovery::new(client.clone())
+        .run_aggregated()
+        .await
+        .map_err(|e| format!("API discovery: {e}"))?;
+    let missing: Vec<String> = crate::reconcile::gang_kinds(format)
+        .into_iter()
+        .filter(|k| {
+            let gvk = kube::api::GroupVersionKind::gvk(&k.group, &k.version, &k.kind);
+            d.resolve_gvk(&gvk).is_none()
+        })
+        .map(|k| format!("{}.{}/{}", k.plural, k.group, k.version))
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    Err(format!(
+        "--scheduler {format} needs {} served: turn on the feature gates GenericWorkload, TopologyAwareWorkloadScheduling and CompositePodGroup (API server and scheduler) and --runtime-config=scheduling.k8s.io/v1beta1=true,scheduling.k8s.io/v1alpha3=true, or use --scheduler native",
+        missing.join(", ")
+    ))
 }
 
 async fn shutdown_signal() {

@@ -384,9 +384,9 @@ fn on_workload_event(
 /// Keep the store of gang objects that exist; one of ours deleted by someone else is
 /// written again (its workload is queued).
 pub(crate) async fn watch_gang_objects(shared: Arc<Shared>, watch_client: kube::Client) {
-    let kind = crate::reconcile::gang_resource(shared.opts.format);
-    let mut stream = wlmap_kube::watch_stream(&watch_client, "", &[kind], None);
-    let mut listing: Option<Vec<Value>> = None;
+    let kinds = crate::reconcile::gang_kinds(shared.opts.format);
+    let mut stream = wlmap_kube::watch_stream(&watch_client, "", &kinds, None);
+    let mut listing: BTreeMap<usize, Vec<Value>> = BTreeMap::new();
     let mut said = std::collections::BTreeSet::new();
     let store = || {
         shared
@@ -396,8 +396,10 @@ pub(crate) async fn watch_gang_objects(shared: Arc<Shared>, watch_client: kube::
     };
     while let Some(ev) = stream.next().await {
         match ev {
-            WatchEvent::Relisting(_) => listing = Some(Vec::new()),
-            WatchEvent::Applied(_, v) => match listing.as_mut() {
+            WatchEvent::Relisting(i) => {
+                listing.insert(i, Vec::new());
+            }
+            WatchEvent::Applied(i, v) => match listing.get_mut(&i) {
                 Some(l) => l.push(v),
                 None => store().insert(v),
             },
@@ -407,8 +409,9 @@ pub(crate) async fn watch_gang_objects(shared: Arc<Shared>, watch_client: kube::
                     shared.enqueue(owner_key(&v));
                 }
             }
-            WatchEvent::Listed(_) => {
-                store().replace_all(listing.take().unwrap_or_default());
+            WatchEvent::Listed(i) => {
+                let listed = listing.remove(&i).unwrap_or_default();
+                store().replace_kind(&kinds[i].kind, listed);
                 shared.enqueue_all();
             }
             WatchEvent::Failed(_, e) => {

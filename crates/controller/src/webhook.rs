@@ -62,7 +62,7 @@ async fn decide(shared: &Arc<Shared>, review: &Value) -> (&'static str, Value) {
                 let p = patch(pod.json(), &tags);
                 return ("grouped", answer(review, Some(&p), None));
             }
-            Placement::NoWorkload | Placement::NoGangs { .. } => {
+            Placement::NoWorkload | Placement::NoGangs { .. } | Placement::OutsideGangs { .. } => {
                 return ("no_gang", answer(review, None, None));
             }
             Placement::Unplaced { workload, why } => {

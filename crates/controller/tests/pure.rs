@@ -5,7 +5,7 @@ use base64::Engine;
 use serde_json::{Value, json};
 use wlmap_controller::admission::{answer, patch};
 use wlmap_controller::gangs::{Action, desired, plan};
-use wlmap_engine::Object;
+use wlmap_engine::{Object, SchedulerFormat};
 
 fn ours(name: &str, owner_uid: &str, spec: Value) -> Value {
     json!({"metadata": {"name": name, "uid": format!("uid-{name}"),
@@ -79,7 +79,13 @@ fn desired_objects_of_a_jobset_in_each_format() {
     let pods: Vec<Object> = objects.iter().filter(|o| o.is_pod()).cloned().collect();
     let reg = wlmap_catalog::registry().expect("catalog");
     let def = reg.for_kind(&root.gvk()).expect("definition");
-    let w = wlmap_engine::resolve(def, root).expect("resolves");
+    // Resolved with its Jobs and pods held, as the controller's inventory has it.
+    let index = wlmap_inventory::Index::new(reg.clone(), objects.clone());
+    let w = index
+        .evaluate(&wlmap_inventory::ObjectKey::of(root), None)
+        .expect("held")
+        .result
+        .expect("resolves");
     let count = |o: &Value| {
         o["spec"]["schedulingPolicy"]["gang"]["minCount"]
             .as_u64()
@@ -88,7 +94,14 @@ fn desired_objects_of_a_jobset_in_each_format() {
     for format in wlmap_controller::gangs::FORMATS {
         // With or without its pods, the same single group: the spec predicts it.
         for with in [&pods[..], &[]] {
-            let objs = desired(def, &w, root, with, format).expect("renders");
+            let want = desired(def, &w, root, with, format).expect("renders");
+            // With the pods: each is held by a group (none is left to be scheduled alone).
+            assert_eq!(want.members.len(), with.len(), "{format:?}");
+            let objs = want.objects;
+            if format == SchedulerFormat::NativeComposite {
+                hierarchical_jobset(&objs, root);
+                continue;
+            }
             assert_eq!(objs.len(), 1, "{format:?}: {objs:#?}");
             let o = &objs[0];
             assert_eq!(o["metadata"]["name"], "llm-train-gang", "{format:?}");
@@ -96,6 +109,44 @@ fn desired_objects_of_a_jobset_in_each_format() {
             assert_eq!(o["metadata"]["ownerReferences"][0]["uid"], root.uid());
             assert!(wlmap_controller::gangs::is_ours(o), "{format:?}");
         }
+    }
+}
+
+/// The hierarchical form of the leader-and-workers JobSet: its Workload and CompositePodGroup
+/// needing both roles, and a PodGroup per role (1 leader, 2 workers) under it.
+fn hierarchical_jobset(objs: &[Value], root: &Object) {
+    let kinds: Vec<&str> = objs.iter().filter_map(|o| o["kind"].as_str()).collect();
+    assert_eq!(
+        kinds,
+        ["Workload", "CompositePodGroup", "PodGroup", "PodGroup"]
+    );
+    assert_eq!(objs[1]["metadata"]["name"], "llm-train-gang");
+    assert_eq!(
+        objs[1]["spec"]["schedulingPolicy"]["gang"]["minGroupCount"],
+        2
+    );
+    let leaves: Vec<(&str, u64)> = objs[2..]
+        .iter()
+        .map(|o| {
+            assert_eq!(o["spec"]["parentCompositePodGroupName"], "llm-train-gang");
+            (
+                o["metadata"]["name"].as_str().unwrap_or(""),
+                o["spec"]["schedulingPolicy"]["gang"]["minCount"]
+                    .as_u64()
+                    .unwrap_or(0),
+            )
+        })
+        .collect();
+    assert_eq!(
+        leaves,
+        [
+            ("llm-train-gang-replicatedjob-leader", 1),
+            ("llm-train-gang-replicatedjob-workers", 2)
+        ]
+    );
+    for o in objs {
+        assert_eq!(o["metadata"]["ownerReferences"][0]["uid"], root.uid());
+        assert!(wlmap_controller::gangs::is_ours(o));
     }
 }
 

@@ -176,6 +176,20 @@ fn the_chart_lints_renders_and_refuses_bad_values() {
     );
     assert!(cm.iter().any(|d| d["kind"] == "Certificate"));
     // The values schema refuses what the controller would not accept.
+    // The hierarchical form writes three kinds, and may write no more.
+    let composite = render("wlmap-system", &["scheduler=native-composite"]);
+    let write = composite
+        .iter()
+        .find(|d| d["kind"] == "ClusterRole" && d["metadata"]["name"] == "wlmap-write")
+        .expect("the write ClusterRole");
+    assert_eq!(
+        write["rules"][0]["apiGroups"],
+        serde_json::json!(["scheduling.k8s.io"])
+    );
+    assert_eq!(
+        write["rules"][0]["resources"],
+        serde_json::json!(["podgroups", "compositepodgroups", "workloads"])
+    );
     let o = helm(&["template", "wlmap", path, "--set", "scheduler=kai"]);
     assert!(!o.status.success(), "an unknown scheduler is refused");
     let o = helm(&["template", "wlmap", path, "--set", "replicas=3"]);

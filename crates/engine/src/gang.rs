@@ -512,18 +512,24 @@ pub enum SchedulerFormat {
     Kueue,
     /// Kubernetes v1.37 gang scheduling: `scheduling.k8s.io/v1beta1` PodGroups.
     Native,
+    /// Kubernetes v1.37 hierarchical gangs (alpha, feature gate `CompositePodGroup`): a group
+    /// with sub-groups is a `scheduling.k8s.io/v1alpha3` CompositePodGroup over one PodGroup
+    /// per sub-group, described by a Workload; a group without is a PodGroup as in
+    /// [`SchedulerFormat::Native`].
+    NativeComposite,
     /// Kubernetes v1.35 Workload API (`scheduling.k8s.io/v1alpha1`).
     Workload,
 }
 
 impl SchedulerFormat {
     /// Every format, in the order help lists them.
-    pub const ALL: [SchedulerFormat; 6] = [
+    pub const ALL: [SchedulerFormat; 7] = [
         SchedulerFormat::Kai,
         SchedulerFormat::Coscheduling,
         SchedulerFormat::Volcano,
         SchedulerFormat::Kueue,
         SchedulerFormat::Native,
+        SchedulerFormat::NativeComposite,
         SchedulerFormat::Workload,
     ];
 
@@ -542,6 +548,7 @@ impl SchedulerFormat {
             SchedulerFormat::Volcano => "volcano",
             SchedulerFormat::Kueue => "kueue",
             SchedulerFormat::Native => "native",
+            SchedulerFormat::NativeComposite => "native-composite",
             SchedulerFormat::Workload => "workload",
         }
     }
@@ -559,6 +566,9 @@ impl SchedulerFormat {
             SchedulerFormat::Kueue => "Kueue pod-group labels and annotations",
             SchedulerFormat::Native => {
                 "Kubernetes v1.37 gang scheduling: PodGroups (scheduling.k8s.io/v1beta1), pod spec.schedulingGroup"
+            }
+            SchedulerFormat::NativeComposite => {
+                "Kubernetes v1.37 hierarchical gangs: a CompositePodGroup (scheduling.k8s.io/v1alpha3, gate CompositePodGroup) over a PodGroup per sub-group"
             }
             SchedulerFormat::Workload => {
                 "Kubernetes v1.35 Workload API (scheduling.k8s.io/v1alpha1)"
@@ -630,6 +640,15 @@ pub struct Rendered {
     pub templates: Vec<Value>,
 }
 
+impl Rendered {
+    fn extend(&mut self, other: Rendered) {
+        self.objects.extend(other.objects);
+        self.pod_tags.extend(other.pod_tags);
+        self.warnings.extend(other.warnings);
+        self.templates.extend(other.templates);
+    }
+}
+
 /// Render groups as a scheduler's objects: PodGroups (KAI, coscheduling, Volcano, the
 /// Kubernetes v1.37 `PodGroup`), a v1.35 `Workload`, or pod labels and annotations (Kueue),
 /// each owned by the workload, with what ties each known pod to its group.
@@ -656,6 +675,7 @@ pub fn render_gangs(
         SchedulerFormat::Volcano => volcano(groups, w, o),
         SchedulerFormat::Kueue => kueue(groups),
         SchedulerFormat::Native => native(groups, o),
+        SchedulerFormat::NativeComposite => native_composite(groups, o),
         SchedulerFormat::Workload => workload(groups, o),
     }
 }
@@ -797,17 +817,101 @@ fn kueue(groups: &[PodGroup]) -> Rendered {
 
 /// Kubernetes v1.37 gang scheduling: a `scheduling.k8s.io/v1beta1` PodGroup per group (gang
 /// policy, `minCount`), which the pods name in `spec.schedulingGroup.podGroupName` from their
-/// creation. A PodGroup needs no Workload.
+/// creation. A PodGroup needs no Workload. A group of no pods (scaled to zero) has none: the
+/// API holds `minCount` to at least 1.
 fn native(groups: &[PodGroup], o: &Object) -> Rendered {
-    Rendered {
-        objects: groups
-            .iter()
-            .map(|g| json!({"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup", "metadata": meta(&g.name, o), "spec": {"schedulingPolicy": {"gang": {"minCount": g.min_member}}}}))
-            .collect(),
-        pod_tags: tag_members(groups, |g, p| {
-            json!({"pod": p, "spec": {"schedulingGroup": {"podGroupName": g.name}}})
-        }),
-        ..Rendered::default()
+    let mut r = Rendered::default();
+    for g in groups.iter().filter(|g| g.min_member > 0) {
+        r.objects
+            .push(native_pod_group(&g.name, g.min_member, None, o));
+        tag_native(&mut r, &g.name, &g.members);
+    }
+    r
+}
+
+/// A v1.37 PodGroup; a leaf of a CompositePodGroup names its parent and the Workload template
+/// it stands for (the API requires both together).
+fn native_pod_group(name: &str, min_count: u64, parent: Option<&str>, o: &Object) -> Value {
+    let mut spec = json!({"schedulingPolicy": {"gang": {"minCount": min_count}}});
+    if let Some(parent) = parent {
+        spec["parentCompositePodGroupName"] = json!(parent);
+        spec["workloadRef"] = json!({"workloadName": parent, "templateName": name});
+    }
+    json!({"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup", "metadata": meta(name, o), "spec": spec})
+}
+
+/// What puts each member pod in a v1.37 PodGroup: the group's name in its spec.
+fn tag_native(r: &mut Rendered, group: &str, members: &[String]) {
+    for p in members {
+        r.pod_tags
+            .push(json!({"pod": p, "spec": {"schedulingGroup": {"podGroupName": group}}}));
+    }
+}
+
+/// The most templates a Workload holds at one level.
+const MAX_TEMPLATES: usize = 8;
+
+/// Kubernetes v1.37 hierarchical gangs: a group with sub-groups is a `scheduling.k8s.io/v1alpha3`
+/// CompositePodGroup that needs every sub-group (`minGroupCount`), over a PodGroup per
+/// sub-group with its own `minCount`, so that each role is complete, not only the total.
+/// The pods name their sub-group's PodGroup. A Workload of the group's name holds the
+/// templates both refer to (the scheduler reads the groups only; the API requires the
+/// reference). Groups without sub-groups, or with more than a Workload holds, are PodGroups
+/// as in `native`.
+///
+/// ```
+/// # let def = wlmap_engine::Definition::compile(wlmap_schema::Karta::example(), wlmap_engine::Origin::Catalog).unwrap();
+/// # let pod = wlmap_engine::Object::new(serde_json::json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "uid": "u"}, "spec": {}}));
+/// # let w = wlmap_engine::resolve(&def, &pod).unwrap();
+/// use wlmap_engine::{PodGroup, SubGroupOut, SchedulerFormat, render_gangs};
+/// let sub = |n: &str, m: u64| SubGroupOut { name: n.into(), min_member: m, component: n.into(), members: vec![format!("{n}-0")], topology: None };
+/// let g = PodGroup { name: "p-gang".into(), min_member: 3, sub_groups: vec![sub("p-gang-leader", 1), sub("p-gang-workers", 2)], members: vec![], topology: None, incomplete: false };
+/// let r = render_gangs(SchedulerFormat::NativeComposite, &[g], &w, &pod);
+/// let kinds: Vec<&str> = r.objects.iter().map(|o| o["kind"].as_str().unwrap()).collect();
+/// assert_eq!(kinds, ["Workload", "CompositePodGroup", "PodGroup", "PodGroup"]);
+/// assert_eq!(r.objects[1]["spec"]["schedulingPolicy"]["gang"]["minGroupCount"], 2);
+/// assert_eq!(r.objects[3]["spec"]["parentCompositePodGroupName"], "p-gang");
+/// assert_eq!(r.pod_tags[1]["spec"]["schedulingGroup"]["podGroupName"], "p-gang-workers");
+/// ```
+fn native_composite(groups: &[PodGroup], o: &Object) -> Rendered {
+    let mut r = Rendered::default();
+    for g in groups {
+        let leaves: Vec<&SubGroupOut> = g.sub_groups.iter().filter(|s| s.min_member > 0).collect();
+        if leaves.len() > MAX_TEMPLATES {
+            r.warnings.push(format!(
+                "{}: {} sub-groups, more than the {MAX_TEMPLATES} templates a Workload holds: one PodGroup for the whole group",
+                g.name,
+                leaves.len()
+            ));
+        }
+        if leaves.is_empty() || leaves.len() > MAX_TEMPLATES {
+            r.extend(native(std::slice::from_ref(g), o));
+        } else {
+            composite(&mut r, g, &leaves, o);
+        }
+    }
+    r
+}
+
+/// The Workload, the CompositePodGroup and the leaf PodGroups of one group.
+fn composite(r: &mut Rendered, g: &PodGroup, leaves: &[&SubGroupOut], o: &Object) {
+    let gv = o.gvk();
+    let policy = json!({"gang": {"minGroupCount": leaves.len()}});
+    let templates: Vec<Value> = leaves
+        .iter()
+        .map(|s| json!({"name": s.name, "schedulingPolicy": {"gang": {"minCount": s.min_member}}}))
+        .collect();
+    r.objects.push(json!({
+        "apiVersion": "scheduling.k8s.io/v1beta1", "kind": "Workload", "metadata": meta(&g.name, o),
+        "spec": {"controllerRef": {"apiGroup": gv.group, "kind": gv.kind, "name": o.name()},
+            "compositePodGroupTemplates": [{"name": g.name, "schedulingPolicy": policy, "podGroupTemplates": templates}]}}));
+    r.objects.push(json!({
+        "apiVersion": "scheduling.k8s.io/v1alpha3", "kind": "CompositePodGroup", "metadata": meta(&g.name, o),
+        "spec": {"workloadRef": {"workloadName": g.name, "templateName": g.name}, "schedulingPolicy": policy}}));
+    for s in leaves {
+        r.objects
+            .push(native_pod_group(&s.name, s.min_member, Some(&g.name), o));
+        tag_native(r, &s.name, &s.members);
     }
 }
 

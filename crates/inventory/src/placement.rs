@@ -30,6 +30,14 @@ pub enum Placement {
         /// The top-level workload.
         workload: ObjectKey,
     },
+    /// The pod's workload gangs, but none of its groups holds the pod: a `podGroups` member's
+    /// filters leave it out, or the format gangs its group by sub-groups and the pod is in
+    /// none (a RayJob's submitter, beside its cluster's head and workers). It is scheduled
+    /// on its own, as the definition says.
+    OutsideGangs {
+        /// The top-level workload.
+        workload: ObjectKey,
+    },
     /// The pod's workload gangs, but the pod could not be put in a group; `why` says why.
     Unplaced {
         /// The top-level workload.
@@ -113,7 +121,7 @@ impl Index {
             .iter()
             .find(|g| g.members.iter().any(|m| m == pod.name()))
         else {
-            return unplaced(format!("the pod is in none of {workload}'s groups"));
+            return Placement::OutsideGangs { workload };
         };
         let rendered = wlmap_engine::render_gangs(format, std::slice::from_ref(g), &w, top);
         let tags = rendered
@@ -132,7 +140,7 @@ impl Index {
                 group: g.name.clone(),
                 tags,
             },
-            None => unplaced(format!("the {format:?} format tags no pod of {}", g.name)),
+            None => Placement::OutsideGangs { workload },
         }
     }
 

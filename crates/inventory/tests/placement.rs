@@ -10,8 +10,12 @@ use std::collections::BTreeSet;
 use wlmap_engine::{Object, SchedulerFormat};
 use wlmap_inventory::{Index, ObjectKey, OwnerRef, Placement};
 
-/// The group each held pod is in, computed the way `wlmap gang` does with every pod held.
-fn group_when_held(index: &Index, top: &ObjectKey, pod: &Object) -> Option<String> {
+/// The group each held pod is in, computed the way `wlmap gang` does with every pod held, and
+/// the group it names in the hierarchical form: its sub-group, when its group has some (none
+/// when it is in none of them).
+type Held = (String, Option<String>);
+
+fn group_when_held(index: &Index, top: &ObjectKey, pod: &Object) -> Option<Held> {
     let entry = index.evaluate(top, None)?;
     let w = entry.result.ok()?;
     let pods: Vec<Object> = index
@@ -20,10 +24,18 @@ fn group_when_held(index: &Index, top: &ObjectKey, pod: &Object) -> Option<Strin
         .cloned()
         .collect();
     let groups = wlmap_engine::gangs(&entry.definition, &w, Some(&pods)).ok()?;
-    groups
+    let g = groups
         .into_iter()
-        .find(|g| g.members.iter().any(|m| m == pod.name()))
-        .map(|g| g.name)
+        .find(|g| g.members.iter().any(|m| m == pod.name()))?;
+    let leaf = if g.sub_groups.is_empty() {
+        Some(g.name.clone())
+    } else {
+        g.sub_groups
+            .iter()
+            .find(|s| s.members.iter().any(|m| m == pod.name()))
+            .map(|s| s.name.clone())
+    };
+    Some((g.name, leaf))
 }
 
 fn without_name(pod: &Object) -> Object {
@@ -70,6 +82,23 @@ fn a_pod_placed_before_it_exists_joins_the_group_it_is_in_once_held() {
             // it has one.
             ("nameless", without_name(pod), &expected),
         ] {
+            let leaf = expected.as_ref().and_then(|(_, leaf)| leaf.as_ref());
+            match before.place_pod(&p, SchedulerFormat::NativeComposite) {
+                Placement::Group { tags, .. } => assert_eq!(
+                    tags["spec"]["schedulingGroup"]["podGroupName"].as_str(),
+                    leaf.map(String::as_str),
+                    "{what} {key} (hierarchical)"
+                ),
+                other => assert!(
+                    leaf.is_none()
+                        && matches!(
+                            other,
+                            Placement::OutsideGangs { .. } | Placement::NoGangs { .. }
+                        ),
+                    "{what} {key} (hierarchical): {other:?}"
+                ),
+            }
+            let expected = expected.as_ref().map(|(group, _)| group);
             match (before.place_pod(&p, SchedulerFormat::Native), expected) {
                 (
                     Placement::Group {
@@ -92,8 +121,8 @@ fn a_pod_placed_before_it_exists_joins_the_group_it_is_in_once_held() {
                     assert_eq!(workload, top, "{what} {key}");
                     assert!(!has_gangs, "{what} {key}: its definition gangs");
                 }
-                (Placement::Unplaced { workload, why }, None) => {
-                    assert_eq!(workload, top, "{what} {key}: {why}");
+                (Placement::OutsideGangs { workload }, None) => {
+                    assert_eq!(workload, top, "{what} {key}");
                     assert!(has_gangs, "{what} {key}");
                 }
                 (got, want) => panic!("{what} {key}: placed {got:?}, held in {want:?}"),
