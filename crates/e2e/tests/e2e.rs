@@ -388,6 +388,56 @@ fn against_a_real_api_server() {
         );
     }
 
+    // The hierarchical form of the JobSet's gang (leader and workers): the Workload, the
+    // CompositePodGroup and a PodGroup per role, applied as printed, the roles under the parent.
+    let args = [
+        "gang",
+        "jobset/llm-train",
+        "-n",
+        "ml",
+        "--format",
+        "native-composite",
+    ];
+    let o = tb.wlmap(&[&args[..], &["-o", "json"]].concat());
+    let kinds: Vec<String> = json(&o)["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|i| i["kind"].as_str().map(String::from))
+        .collect();
+    assert_eq!(
+        kinds,
+        ["Workload", "CompositePodGroup", "PodGroup", "PodGroup"]
+    );
+    tb.kubectl(
+        &["apply", "-f", "-"],
+        Some(&String::from_utf8_lossy(&o.stdout)),
+    );
+    let yaml = tb.wlmap(&args);
+    assert!(yaml.status.success(), "{}", stderr(&yaml));
+    tb.kubectl(
+        &["apply", "-f", "-"],
+        Some(&String::from_utf8_lossy(&yaml.stdout)),
+    );
+    let parent = tb.get_json(&[
+        "get",
+        "compositepodgroups.scheduling.k8s.io/llm-train-gang",
+        "-n",
+        "ml",
+    ]);
+    assert_eq!(
+        parent["spec"]["schedulingPolicy"]["gang"]["minGroupCount"], 2,
+        "{parent}"
+    );
+    let roles = tb.get_json(&["get", "podgroups.scheduling.k8s.io", "-n", "ml"]);
+    let under: Vec<&Value> = roles["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|g| g["spec"]["parentCompositePodGroupName"] == "llm-train-gang")
+        .collect();
+    assert_eq!(under.len(), 2, "{roles}");
+
     // Phase 9: requests stay few: a cluster-wide view is discovery + definitions + one
     // (paginated) LIST per kind, whatever the number of workloads; a describe is one GET plus
     // a constant number of LISTs.
