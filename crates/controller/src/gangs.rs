@@ -109,18 +109,42 @@ pub(crate) fn owned_by(o: &Value, uid: &str) -> bool {
 
 /// Does the existing object already say what the desired one says (spec, labels, owner)?
 fn holds(existing: &Value, want: &Value) -> bool {
-    let subset = |a: &Value, b: &Value| match (a.as_object(), b.as_object()) {
-        (Some(a), Some(b)) => a.iter().all(|(k, v)| b.get(k) == Some(v)),
-        _ => a.is_null(),
-    };
     // A subset: the server fills in defaults the desired object does not name.
-    subset(&want["spec"], &existing["spec"])
-        && subset(&want["metadata"]["labels"], &existing["metadata"]["labels"])
+    says(&want["spec"], &existing["spec"])
+        && says(&want["metadata"]["labels"], &existing["metadata"]["labels"])
         && want["metadata"]["ownerReferences"]
             .as_array()
             .into_iter()
             .flatten()
             .all(|r| owned_by(existing, r["uid"].as_str().unwrap_or("")))
+}
+
+/// Does `have` say everything `want` says, at every depth? Fields `want` does not name may be
+/// there (defaults, or `null` where the API writes its unset optional fields, as in a
+/// Workload's templates); lists must have the same length, item by item.
+///
+/// ```
+/// use serde_json::json;
+/// use wlmap_controller::gangs::says;
+/// let want = json!({"templates": [{"name": "a", "policy": {"gang": {"minCount": 2}}}]});
+/// let have = json!({"templates": [{"name": "a", "constraints": null,
+///     "policy": {"gang": {"minCount": 2}}}], "mode": {"single": {}}});
+/// assert!(says(&want, &have));
+/// let scaled = json!({"templates": [{"name": "a", "policy": {"gang": {"minCount": 3}}}]});
+/// assert!(!says(&scaled, &have));
+/// ```
+pub fn says(want: &Value, have: &Value) -> bool {
+    match (want, have) {
+        (Value::Null, _) => true,
+        (Value::Object(w), Value::Object(h)) => w
+            .iter()
+            .all(|(k, v)| says(v, h.get(k).unwrap_or(&Value::Null))),
+        (Value::Object(w), Value::Null) => w.is_empty(),
+        (Value::Array(w), Value::Array(h)) => {
+            w.len() == h.len() && w.iter().zip(h).all(|(w, h)| says(w, h))
+        }
+        _ => want == have,
+    }
 }
 
 /// What to do for one workload: `desired` objects against the `existing` objects of the same

@@ -60,6 +60,45 @@ fn plan_writes_only_what_differs_and_deletes_only_its_own() {
     );
 }
 
+/// The objects of the hierarchical form as the API server returns them (its unset optional
+/// fields as `null`, defaults filled in) already hold what is wanted: nothing is written again
+/// at every reconcile; a role scaled is.
+#[test]
+fn objects_as_the_server_returns_them_are_not_written_again() {
+    let workload = json!({"kind": "Workload", "metadata": {"name": "t-gang",
+        "labels": {"app.kubernetes.io/managed-by": "wlmap"}, "ownerReferences": [{"uid": "w1"}]},
+        "spec": {"controllerRef": {"apiGroup": "jobset.x-k8s.io", "kind": "JobSet", "name": "t"},
+            "compositePodGroupTemplates": [{"name": "t-gang",
+                "schedulingPolicy": {"gang": {"minGroupCount": 2}},
+                "podGroupTemplates": [
+                    {"name": "t-gang-a", "schedulingPolicy": {"gang": {"minCount": 1}}},
+                    {"name": "t-gang-b", "schedulingPolicy": {"gang": {"minCount": 2}}}]}]}});
+    let mut served = workload.clone();
+    served["metadata"]["uid"] = json!("u1");
+    served["spec"]["podGroupTemplates"] = Value::Null;
+    for t in served["spec"]["compositePodGroupTemplates"][0]["podGroupTemplates"]
+        .as_array_mut()
+        .expect("templates")
+    {
+        t["schedulingConstraints"] = Value::Null;
+    }
+    assert_eq!(
+        plan(
+            std::slice::from_ref(&workload),
+            std::slice::from_ref(&served),
+            "w1"
+        ),
+        vec![]
+    );
+    let mut scaled = workload;
+    scaled["spec"]["compositePodGroupTemplates"][0]["podGroupTemplates"][1]["schedulingPolicy"]["gang"]
+        ["minCount"] = json!(3);
+    assert_eq!(
+        plan(&[scaled.clone()], &[served], "w1"),
+        vec![Action::Apply(scaled)]
+    );
+}
+
 /// The catalog's JobSet fixture of a leader and two workers: one group of 3 in each format,
 /// owned by the JobSet, marked as wlmap's.
 #[test]

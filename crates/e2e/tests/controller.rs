@@ -772,6 +772,38 @@ fn roles_are_ganged_together_by_a_composite_pod_group() {
         ctl.metric(r#"wlmap_admission_requests_total{result="grouped"}"#),
         4.0
     );
+
+    // What the server holds (its unset fields as null, its defaults) is not written again:
+    // a reconcile of the settled JobSet (its status written, as the JobSet controller does)
+    // applies nothing.
+    let applies = r#"wlmap_controller_gang_object_writes_total{action="apply"}"#;
+    let reconciles = || {
+        ["unchanged", "applied", "conflict", "error"]
+            .iter()
+            .map(|r| {
+                ctl.metric(&format!(
+                    "wlmap_controller_reconciles_total{{result=\"{r}\"}}"
+                ))
+            })
+            .sum::<f64>()
+    };
+    let (applied, settled) = (ctl.metric(applies), reconciles());
+    let status = jobset_status(&tb, ns, "train");
+    tb.kubectl(
+        &[
+            "patch",
+            "jobset/train",
+            "-n",
+            ns,
+            "--subresource=status",
+            "--type=merge",
+            "-p",
+            &status.to_string(),
+        ],
+        None,
+    );
+    tb.wait_for("a reconcile of the JobSet", 60, || reconciles() > settled);
+    assert_eq!(ctl.metric(applies), applied);
 }
 
 /// Coscheduling and Volcano instead of the native API: their PodGroups (`minMember`; Volcano
