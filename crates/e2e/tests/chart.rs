@@ -198,18 +198,62 @@ fn the_chart_lints_renders_and_refuses_bad_values() {
 
 /// The controller as the chart's ServiceAccount, with the chart's RBAC and nothing more: it
 /// lists and watches, leads, writes a PodGroup, puts pods in their group, labels Kartas, and
-/// never meets a refusal.
+/// never meets a refusal; with `scheduler=native-composite`, it writes the hierarchical form's
+/// Workload, CompositePodGroup and PodGroups as well.
 #[test]
 #[ignore = "needs the scheduling testbed (see the file's doc)"]
 fn the_controller_needs_no_more_than_the_chart_grants() {
     let tb = Testbed::from_env();
-    let ns = "wlmap-rbac";
-    tb.namespace(ns);
     tb.apply_file(
         &PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../schema/crd/kartas.run.ai.yaml"),
     );
     tb.apply_file(&testbed_crds().join("jobset.x-k8s.io_jobsets.yaml"));
     tb.wait_established(&["crd/kartas.run.ai", "crd/jobsets.jobset.x-k8s.io"]);
+    let ctl = controller_as_the_chart(&tb, "wlmap-rbac", "native");
+    jobset_grouped(&tb, "ctl-rbac", "r-gang");
+    let karta = json!({"apiVersion": "run.ai/v1alpha1", "kind": "Karta", "metadata": {"name": "rbac-check"},
+        "spec": {"structureDefinition": {"rootComponent": {"name": "w",
+            "kind": {"group": "example.io", "version": "v1", "kind": "Thing"},
+            "specDefinition": {"podTemplateSpecPath": ".spec.template"},
+            "statusDefinition": {"phaseDefinition": {"path": ".status.phase"},
+                "statusMappings": {"running": [{"byPhase": "Running"}]}}}}}});
+    tb.kubectl(&["apply", "-f", "-"], Some(&karta.to_string()));
+    tb.wait_for("the Karta labelled and judged", 60, || {
+        let k = tb.get_json(&["get", "karta", "rbac-check"]);
+        k["metadata"]["labels"]["run.ai/karta-kind"] == "Thing"
+            && !k["status"]["conditions"].is_null()
+    });
+    tb.kubectl(&["delete", "karta", "rbac-check"], None);
+    let log = ctl.log();
+    assert!(
+        !log.to_lowercase().contains("forbidden"),
+        "a permission the chart does not grant:\n{log}"
+    );
+    drop(ctl);
+
+    let ctl = controller_as_the_chart(&tb, "wlmap-rbac-composite", "native-composite");
+    jobset_grouped(&tb, "ctl-rbac-composite", "r-gang-replicatedjob-w");
+    let parent = tb.get_json(&[
+        "get",
+        "compositepodgroups.scheduling.k8s.io/r-gang",
+        "-n",
+        "ctl-rbac-composite",
+    ]);
+    assert_eq!(
+        parent["spec"]["schedulingPolicy"]["gang"]["minGroupCount"],
+        1
+    );
+    let log = ctl.log();
+    assert!(
+        !log.to_lowercase().contains("forbidden"),
+        "a permission the chart does not grant:\n{log}"
+    );
+}
+
+/// The chart's ServiceAccount and RBAC for this scheduler, applied in `ns`, and a controller
+/// running as that ServiceAccount, leading.
+fn controller_as_the_chart(tb: &Testbed, ns: &str, scheduler: &str) -> wlmap_e2e::Controller {
+    tb.namespace(ns);
     const RBAC: [&str; 5] = [
         "ServiceAccount",
         "ClusterRole",
@@ -217,7 +261,7 @@ fn the_controller_needs_no_more_than_the_chart_grants() {
         "Role",
         "RoleBinding",
     ];
-    for d in render(ns, &[])
+    for d in render(ns, &[&format!("scheduler={scheduler}")])
         .into_iter()
         .filter(|d| RBAC.contains(&d["kind"].as_str().unwrap_or("")))
     {
@@ -227,20 +271,24 @@ fn the_controller_needs_no_more_than_the_chart_grants() {
         &["create", "token", "wlmap", "-n", ns, "--duration=1h"],
         None,
     );
-    let kubeconfig = tb.kubeconfig_with_token(token.trim(), "wlmap-rbac.kubeconfig");
+    let kubeconfig = tb.kubeconfig_with_token(token.trim(), &format!("{ns}.kubeconfig"));
     let ctl = wlmap_e2e::Controller::start_as(
-        &tb,
+        tb,
         &kubeconfig,
         ns,
-        "rbac",
+        ns,
         "wlmap",
-        &["--lease-name", "wlmap"],
+        &["--lease-name", "wlmap", "--scheduler", scheduler],
     );
     tb.wait_for("the ServiceAccount's controller leads", 60, || {
         ctl.metric("wlmap_controller_leader") == 1.0
     });
+    ctl
+}
 
-    let wns = "ctl-rbac";
+/// A JobSet of two workers in `wns`, its Jobs created as its controller would: each pod is
+/// put in the group `group`, which the controller wrote.
+fn jobset_grouped(tb: &Testbed, wns: &str, group: &str) {
     tb.namespace(wns);
     let jobset = json!({"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
         "metadata": {"name": "r", "namespace": wns},
@@ -260,7 +308,7 @@ fn the_controller_needs_no_more_than_the_chart_grants() {
             ],
             None,
         )
-        .contains("r-gang")
+        .contains(group)
     });
     let created = tb.get_json(&["get", "jobset/r", "-n", wns]);
     for job in wlmap_e2e::jobset_jobs(&created) {
@@ -271,26 +319,8 @@ fn the_controller_needs_no_more_than_the_chart_grants() {
         ps.len() == 2
             && ps
                 .iter()
-                .all(|p| p["spec"]["schedulingGroup"]["podGroupName"] == "r-gang")
+                .all(|p| p["spec"]["schedulingGroup"]["podGroupName"] == group)
     });
-    let karta = json!({"apiVersion": "run.ai/v1alpha1", "kind": "Karta", "metadata": {"name": "rbac-check"},
-        "spec": {"structureDefinition": {"rootComponent": {"name": "w",
-            "kind": {"group": "example.io", "version": "v1", "kind": "Thing"},
-            "specDefinition": {"podTemplateSpecPath": ".spec.template"},
-            "statusDefinition": {"phaseDefinition": {"path": ".status.phase"},
-                "statusMappings": {"running": [{"byPhase": "Running"}]}}}}}});
-    tb.kubectl(&["apply", "-f", "-"], Some(&karta.to_string()));
-    tb.wait_for("the Karta labelled and judged", 60, || {
-        let k = tb.get_json(&["get", "karta", "rbac-check"]);
-        k["metadata"]["labels"]["run.ai/karta-kind"] == "Thing"
-            && !k["status"]["conditions"].is_null()
-    });
-    tb.kubectl(&["delete", "karta", "rbac-check"], None);
-    let log = ctl.log();
-    assert!(
-        !log.to_lowercase().contains("forbidden"),
-        "a permission the chart does not grant:\n{log}"
-    );
 }
 
 fn promtool(args: &[&str], stdin: Option<&str>) -> std::process::Output {
