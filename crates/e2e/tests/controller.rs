@@ -806,6 +806,94 @@ fn roles_are_ganged_together_by_a_composite_pod_group() {
     assert_eq!(ctl.metric(applies), applied);
 }
 
+/// A sub-group's topology in the hierarchical form: the catalog's JobSet definition, applied
+/// as a Karta with each role required in one rack (`requiredTopologyLevel`), gives each role's
+/// PodGroup that constraint, and the scheduler keeps the two workers in one rack of two
+/// 4-GPU nodes, whichever rack the leader takes.
+#[test]
+#[ignore = "needs the scheduling testbed (see the file's doc)"]
+fn a_role_required_in_one_rack_is_placed_in_one_rack() {
+    let tb = testbed();
+    tb.apply_file(
+        &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../schema/crd/kartas.run.ai.yaml"),
+    );
+    tb.apply_file(&testbed_crds().join("jobset.x-k8s.io_jobsets.yaml"));
+    tb.wait_established(&["crd/kartas.run.ai", "crd/jobsets.jobset.x-k8s.io"]);
+    tb.namespace("wlmap-system");
+    let catalog = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../catalog/definitions/jobset-x-k8s-io-jobset-v1alpha2.yaml");
+    let text = std::fs::read_to_string(catalog).expect("the catalog's JobSet definition");
+    let mut karta: Value = serde_saphyr::from_str(&text).expect("YAML");
+    karta["metadata"]["name"] = json!("jobset-in-racks");
+    karta["spec"]["optimizationInstructions"]["gangScheduling"]["podGroup"]["subGroups"][0]["topology"] =
+        json!({"topologyName": "racks", "requiredTopologyLevel": "wlmap.test/rack"});
+    tb.kubectl(&["apply", "-f", "-"], Some(&karta.to_string()));
+    let ns = "ctl-racks";
+    tb.namespace(ns);
+    for (node, rack) in [
+        ("rack-a-0", "a"),
+        ("rack-a-1", "a"),
+        ("rack-b-0", "b"),
+        ("rack-b-1", "b"),
+    ] {
+        tb.add_node(node, "racks", 4);
+        tb.kubectl(
+            &["label", "node", node, &format!("wlmap.test/rack={rack}")],
+            None,
+        );
+    }
+    let _ctl = Controller::start_with(
+        &tb,
+        "racks",
+        "wlmap-racks",
+        &[
+            "--scheduler",
+            "native-composite",
+            "--lease-name",
+            "wlmap-racks",
+        ],
+    );
+    let job = json!({"spec": {"parallelism": 1, "completions": 1, "backoffLimit": 0,
+        "completionMode": "Indexed", "template": {"metadata": {"labels": {"wlmap.test/keep-running": "true"}},
+            "spec": {"restartPolicy": "OnFailure", "nodeSelector": {"wlmap.test/pool": "racks"},
+                "containers": [gpu_container(4)]}}}});
+    let jobset = json!({"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+        "metadata": {"name": "train", "namespace": ns},
+        "spec": {"replicatedJobs": [
+            {"name": "leader", "replicas": 1, "template": job},
+            {"name": "workers", "replicas": 2, "template": job}]}});
+    tb.kubectl(&["create", "-f", "-"], Some(&jobset.to_string()));
+    tb.wait_for("the workers' PodGroup", 60, || {
+        gang_objects(&tb, "podgroups.scheduling.k8s.io", ns)
+            .contains_key("train-gang-replicatedjob-workers")
+    });
+    let workers =
+        &gang_objects(&tb, "podgroups.scheduling.k8s.io", ns)["train-gang-replicatedjob-workers"];
+    assert_eq!(
+        workers["spec"]["schedulingConstraints"]["topology"],
+        json!([{"key": "wlmap.test/rack"}]),
+        "{workers}"
+    );
+    let created = tb.get_json(&["get", "jobset/train", "-n", ns]);
+    for job in jobset_jobs(&created) {
+        tb.kubectl(&["create", "-f", "-"], Some(&job.to_string()));
+    }
+    tb.wait_for("all three pods bound", 120, || {
+        let ps = tb.pods(ns);
+        ps.len() == 3 && ps.iter().all(|p| p["spec"]["nodeName"].is_string())
+    });
+    let rack_of = |node: &str| node.trim_start_matches("rack-").chars().next();
+    let worker_racks: Vec<Option<char>> = tb
+        .pods(ns)
+        .iter()
+        .filter(|p| p["metadata"]["labels"]["jobset.sigs.k8s.io/replicatedjob-name"] == "workers")
+        .map(|p| rack_of(p["spec"]["nodeName"].as_str().unwrap_or("")))
+        .collect();
+    assert_eq!(worker_racks.len(), 2);
+    assert_eq!(worker_racks[0], worker_racks[1], "the workers share a rack");
+    tb.kubectl(&["delete", "karta", "jobset-in-racks"], None);
+}
+
 /// Coscheduling and Volcano instead of the native API: their PodGroups (`minMember`; Volcano
 /// also `minResources` and a queue) and their pod label or annotation; and a PodGroup of the
 /// wanted name that another tool wrote is left as it is, said in an event.

@@ -830,14 +830,30 @@ fn native(groups: &[PodGroup], o: &Object) -> Rendered {
 }
 
 /// A v1.37 PodGroup; a leaf of a CompositePodGroup names its parent and the Workload template
-/// it stands for (the API requires both together).
-fn native_pod_group(name: &str, min_count: u64, parent: Option<&str>, o: &Object) -> Value {
+/// it stands for (the API requires both together), and carries its sub-group's topology.
+fn native_pod_group(
+    name: &str,
+    min_count: u64,
+    leaf: Option<(&str, &SubGroupOut)>,
+    o: &Object,
+) -> Value {
     let mut spec = json!({"schedulingPolicy": {"gang": {"minCount": min_count}}});
-    if let Some(parent) = parent {
+    if let Some((parent, s)) = leaf {
         spec["parentCompositePodGroupName"] = json!(parent);
         spec["workloadRef"] = json!({"workloadName": parent, "templateName": name});
+        constrain(&mut spec, &s.topology);
     }
     json!({"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup", "metadata": meta(name, o), "spec": spec})
+}
+
+/// A group's required topology level as the v1.37 constraint: every pod of the group in one
+/// domain of that node label (a rack, an NVLink domain). v1.37 has no preferred level, and
+/// the constraint needs the `TopologyAwareWorkloadScheduling` gate, which the hierarchical
+/// form needs anyway: flat PodGroups carry none.
+fn constrain(spec: &mut Value, t: &Option<TopologyConstraint>) {
+    if let Some(t) = t.as_ref().filter(|t| !t.required_topology_level.is_empty()) {
+        spec["schedulingConstraints"] = json!({"topology": [{"key": t.required_topology_level}]});
+    }
 }
 
 /// What puts each member pod in a v1.37 PodGroup: the group's name in its spec.
@@ -865,12 +881,17 @@ const MAX_TEMPLATES: usize = 8;
 /// # let w = wlmap_engine::resolve(&def, &pod).unwrap();
 /// use wlmap_engine::{PodGroup, SubGroupOut, SchedulerFormat, render_gangs};
 /// let sub = |n: &str, m: u64| SubGroupOut { name: n.into(), min_member: m, component: n.into(), members: vec![format!("{n}-0")], topology: None };
-/// let g = PodGroup { name: "p-gang".into(), min_member: 3, sub_groups: vec![sub("p-gang-leader", 1), sub("p-gang-workers", 2)], members: vec![], topology: None, incomplete: false };
+/// let mut workers = sub("p-gang-workers", 2);
+/// workers.topology = Some(serde_json::from_value(serde_json::json!({"topologyName": "dc", "requiredTopologyLevel": "example.com/rack"})).unwrap());
+/// let g = PodGroup { name: "p-gang".into(), min_member: 3, sub_groups: vec![sub("p-gang-leader", 1), workers], members: vec![], topology: None, incomplete: false };
 /// let r = render_gangs(SchedulerFormat::NativeComposite, &[g], &w, &pod);
 /// let kinds: Vec<&str> = r.objects.iter().map(|o| o["kind"].as_str().unwrap()).collect();
 /// assert_eq!(kinds, ["Workload", "CompositePodGroup", "PodGroup", "PodGroup"]);
 /// assert_eq!(r.objects[1]["spec"]["schedulingPolicy"]["gang"]["minGroupCount"], 2);
 /// assert_eq!(r.objects[3]["spec"]["parentCompositePodGroupName"], "p-gang");
+/// // The workers in one rack; the leader anywhere.
+/// assert_eq!(r.objects[3]["spec"]["schedulingConstraints"]["topology"][0]["key"], "example.com/rack");
+/// assert!(r.objects[2]["spec"]["schedulingConstraints"].is_null());
 /// assert_eq!(r.pod_tags[1]["spec"]["schedulingGroup"]["podGroupName"], "p-gang-workers");
 /// ```
 fn native_composite(groups: &[PodGroup], o: &Object) -> Rendered {
@@ -899,18 +920,32 @@ fn composite(r: &mut Rendered, g: &PodGroup, leaves: &[&SubGroupOut], o: &Object
     let policy = json!({"gang": {"minGroupCount": leaves.len()}});
     let templates: Vec<Value> = leaves
         .iter()
-        .map(|s| json!({"name": s.name, "schedulingPolicy": {"gang": {"minCount": s.min_member}}}))
+        .map(|s| {
+            let mut t =
+                json!({"name": s.name, "schedulingPolicy": {"gang": {"minCount": s.min_member}}});
+            constrain(&mut t, &s.topology);
+            t
+        })
         .collect();
+    let mut template =
+        json!({"name": g.name, "schedulingPolicy": policy, "podGroupTemplates": templates});
+    constrain(&mut template, &g.topology);
     r.objects.push(json!({
         "apiVersion": "scheduling.k8s.io/v1beta1", "kind": "Workload", "metadata": meta(&g.name, o),
         "spec": {"controllerRef": {"apiGroup": gv.group, "kind": gv.kind, "name": o.name()},
-            "compositePodGroupTemplates": [{"name": g.name, "schedulingPolicy": policy, "podGroupTemplates": templates}]}}));
+            "compositePodGroupTemplates": [template]}}));
+    let mut spec = json!({"workloadRef": {"workloadName": g.name, "templateName": g.name}, "schedulingPolicy": policy});
+    constrain(&mut spec, &g.topology);
     r.objects.push(json!({
         "apiVersion": "scheduling.k8s.io/v1alpha3", "kind": "CompositePodGroup", "metadata": meta(&g.name, o),
-        "spec": {"workloadRef": {"workloadName": g.name, "templateName": g.name}, "schedulingPolicy": policy}}));
+        "spec": spec}));
     for s in leaves {
-        r.objects
-            .push(native_pod_group(&s.name, s.min_member, Some(&g.name), o));
+        r.objects.push(native_pod_group(
+            &s.name,
+            s.min_member,
+            Some((&g.name, s)),
+            o,
+        ));
         tag_native(r, &s.name, &s.members);
     }
 }
