@@ -17,7 +17,9 @@ pub const MAX_SYNTAX_DEPTH: usize = 128;
 /// recursive reads it. The depth at a place is an upper bound of the syntax tree's: the
 /// brackets open there (`(`, `[`, `{`, string interpolations) plus every operator character
 /// and keyword met so far at each of those levels (a chain `a * b * c` is a tree as deep as it
-/// has operators). Strings and comments do not count.
+/// has operators). A string counts one per part after its first (a run of text, an escaped
+/// character, an interpolation): jaq compiles it into a chain of `+`, a link per part, which it
+/// evaluates recursively. Comments do not count.
 ///
 /// ```
 /// let deep = vec!["2"; 200].join(" * ");
@@ -33,6 +35,9 @@ pub(crate) fn check_depth(text: &str) -> Result<(), CompileError> {
     // Per open level: whether it is a string interpolation `\(`, and its operators so far.
     let mut levels: Vec<(bool, usize)> = vec![(false, 0)];
     let mut total = 0usize; // open levels beyond the first, plus every level's operators
+    // Per open string (strings nest through interpolations): its parts so far, and whether
+    // a run of text is under way.
+    let mut strings: Vec<(usize, bool)> = Vec::new();
     let b = text.as_bytes();
     let (mut i, mut in_string) = (0, false);
     while i < b.len() {
@@ -42,18 +47,31 @@ pub(crate) fn check_depth(text: &str) -> Result<(), CompileError> {
         if in_string {
             match c {
                 b'\\' if b.get(i + 1) == Some(&b'(') => {
+                    new_part(&mut strings, &mut levels, &mut total, false);
                     levels.push((true, 0));
                     total += 1;
                     in_string = false;
                     i += 1;
                 }
-                b'\\' => i += 1,
-                b'"' => in_string = false,
+                b'\\' => {
+                    new_part(&mut strings, &mut levels, &mut total, false);
+                    i += 1;
+                }
+                b'"' => {
+                    strings.pop();
+                    in_string = false;
+                }
+                _ if strings.last().is_some_and(|s| !s.1) => {
+                    new_part(&mut strings, &mut levels, &mut total, true);
+                }
                 _ => {}
             }
         } else {
             match c {
-                b'"' => in_string = true,
+                b'"' => {
+                    strings.push((0, false));
+                    in_string = true;
+                }
                 b'#' => {
                     while i < b.len() && b[i] != b'\n' {
                         i += 1;
@@ -102,6 +120,26 @@ pub(crate) fn check_depth(text: &str) -> Result<(), CompileError> {
         i += 1;
     }
     Ok(())
+}
+
+/// A new part of the innermost open string (a run of text when `run`, else an escaped
+/// character or an interpolation). jaq compiles a string into a chain of `+`, a link per part,
+/// and evaluates it recursively: every part after the first counts as an operator.
+fn new_part(
+    strings: &mut [(usize, bool)],
+    levels: &mut [(bool, usize)],
+    total: &mut usize,
+    run: bool,
+) {
+    let Some(s) = strings.last_mut() else { return };
+    s.0 += 1;
+    s.1 = run;
+    if s.0 > 1 {
+        if let Some(l) = levels.last_mut() {
+            l.1 += 1;
+        }
+        *total += 1;
+    }
 }
 
 /// Refuse forbidden builtins and variables (with the span of the first offending token) and

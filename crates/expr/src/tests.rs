@@ -1322,3 +1322,64 @@ fn a_spent_budget_is_not_caught() {
         assert!(on_step_budget(&r), "`{expr}`: {r:?}");
     }
 }
+
+/// A string is a chain of `+` in jaq, a link per part (text, escaped character,
+/// interpolation), evaluated recursively: a 3.6 KB string of escapes overflowed the 8 MiB
+/// stack of the AddressSanitizer build (found by the `expression` target; it needed 0.5 to
+/// 1 MiB in a release build). Strings count towards the syntax depth: one at the bound
+/// evaluates through jaq on a 2 MiB thread in a release build (16 MiB in a debug build);
+/// longer ones are refused.
+#[test]
+fn long_strings_count_towards_the_syntax_depth() {
+    let stack = if cfg!(debug_assertions) {
+        16 << 20
+    } else {
+        2 << 20
+    };
+    // Two per escape, and one for the `|` after the string.
+    let escapes = MAX_SYNTAX_DEPTH / 2 - 1;
+    for text in [
+        format!("\"{}\" | length", "a\\n".repeat(escapes)),
+        format!("\"{}\" | length", "\\(1)".repeat(escapes)),
+    ] {
+        let shown: String = text.chars().take(40).collect();
+        let ok = std::thread::Builder::new()
+            .stack_size(stack)
+            .spawn(move || {
+                let e = Expr::compile(&text).map_err(|e| e.to_string())?;
+                e.eval_interpreted(&Val::Null, &[], &Limits::default())
+                    .map(|out| out.len())
+                    .map_err(|e| e.to_string())
+            })
+            .unwrap()
+            .join()
+            .expect("no overflow");
+        assert_eq!(ok, Ok(1), "{shown}…");
+    }
+    for text in [
+        format!("\"{}\"", "a\\n".repeat(escapes + 2)),
+        format!("\"{}\"", "\\\\".repeat(2_000)),
+        format!("\"{}\"", "\\(1)".repeat(2_000)),
+        format!(
+            "(.spec // \"{}\") | tonumber",
+            "-e1\\\\=\\\\\\u0000".repeat(300)
+        ),
+    ] {
+        let e = Expr::compile(&text).unwrap_err();
+        assert!(e.message.contains("nests too deeply"), "{e}");
+    }
+    // Short strings with a few escapes, as definitions write them, compile as before.
+    assert!(Expr::compile(r#"test("^(\\d+)-(\\d+)$")"#).is_ok());
+}
+
+/// The fuzz input that found it (`expression` target, a new input replayed under
+/// AddressSanitizer): a 3.6 KB string of escapes, a chain of hundreds of `+` in jaq,
+/// overflowed the 8 MiB stack. It is refused when compiled
+/// (`long_strings_count_towards_the_syntax_depth`).
+#[test]
+fn fuzz_found_a_long_string_of_escapes_is_refused_when_compiled() {
+    let text = include_str!("../testdata/long-string-of-escapes.fuzz");
+    let (expr, _) = text.split_once('\n').unwrap_or((text, "null"));
+    let e = Expr::compile_with_vars(expr, &["parentInstance"]).unwrap_err();
+    assert!(e.message.contains("nests too deeply"), "{e}");
+}
