@@ -770,6 +770,24 @@ mod plain_paths {
     }
 }
 
+/// Compile `text` and evaluate it with `eval` on a thread of this stack size: the number of
+/// outputs, or the error's message. A stack overflow aborts the test process.
+fn outputs_on_a_thread(
+    stack: usize,
+    text: String,
+    eval: fn(&Expr) -> Result<Vec<Val>, EvalError>,
+) -> Result<usize, String> {
+    std::thread::Builder::new()
+        .stack_size(stack)
+        .spawn(move || {
+            let e = Expr::compile(&text).map_err(|e| e.to_string())?;
+            eval(&e).map(|out| out.len()).map_err(|e| e.to_string())
+        })
+        .unwrap()
+        .join()
+        .expect("no overflow")
+}
+
 /// Syntax nested deeper than `MAX_SYNTAX_DEPTH` is refused before anything recursive reads
 /// it: a product of 421 factors in a definition overflowed the stack of the AddressSanitizer
 /// build (found by replaying the `definition` corpus), and one of 1,000 that of a
@@ -800,17 +818,7 @@ fn syntax_depth_is_bounded_before_the_stack_is() {
     ];
     for text in at_the_bound {
         let shown = text.chars().take(20).collect::<String>();
-        let ok = std::thread::Builder::new()
-            .stack_size(stack)
-            .spawn(move || {
-                let e = Expr::compile(&text).map_err(|e| e.to_string())?;
-                e.eval(&Val::Null, &[], &Limits::default())
-                    .map(|out| out.len())
-                    .map_err(|e| e.to_string())
-            })
-            .unwrap()
-            .join()
-            .expect("no overflow");
+        let ok = outputs_on_a_thread(stack, text, |e| e.eval(&Val::Null, &[], &Limits::default()));
         assert_eq!(ok, Ok(1), "{shown}…");
     }
     for text in [
@@ -1343,17 +1351,9 @@ fn long_strings_count_towards_the_syntax_depth() {
         format!("\"{}\" | length", "\\(1)".repeat(escapes)),
     ] {
         let shown: String = text.chars().take(40).collect();
-        let ok = std::thread::Builder::new()
-            .stack_size(stack)
-            .spawn(move || {
-                let e = Expr::compile(&text).map_err(|e| e.to_string())?;
-                e.eval_interpreted(&Val::Null, &[], &Limits::default())
-                    .map(|out| out.len())
-                    .map_err(|e| e.to_string())
-            })
-            .unwrap()
-            .join()
-            .expect("no overflow");
+        let ok = outputs_on_a_thread(stack, text, |e| {
+            e.eval_interpreted(&Val::Null, &[], &Limits::default())
+        });
         assert_eq!(ok, Ok(1), "{shown}…");
     }
     for text in [
