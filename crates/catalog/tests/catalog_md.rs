@@ -136,26 +136,16 @@ fn render() -> String {
                 .pod_groups
                 .iter()
                 .map(|p| {
-                    format!(
-                        "`podGroups` {} ({})",
-                        p.name,
-                        p.members
-                            .iter()
-                            .map(|m| m.component_name.as_str())
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    )
+                    let members = p.members.iter().map(|m| m.component_name.as_str());
+                    format!("`podGroups` {} ({})", p.name, joined(members))
                 })
                 .collect();
             if let Some(p) = &g.pod_group {
+                let subs = p.sub_groups.iter().map(|m| m.component_name.as_str());
                 gs.push(format!(
                     "`podGroup` {} (sub-groups: {})",
                     p.name,
-                    p.sub_groups
-                        .iter()
-                        .map(|m| m.component_name.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
+                    joined(subs)
                 ));
             }
             let _ = writeln!(s, "\nGangs: {}.", gs.join("; "));
@@ -231,4 +221,9 @@ fn catalog_md_is_current() {
     }
     let have = std::fs::read_to_string(&path).unwrap_or_default();
     assert!(have == want, "CATALOG.md is stale: run scripts/bless.sh");
+}
+
+/// Names joined with commas.
+fn joined<'a>(names: impl Iterator<Item = &'a str>) -> String {
+    names.collect::<Vec<_>>().join(", ")
 }

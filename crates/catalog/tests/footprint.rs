@@ -61,13 +61,13 @@ fn answers(e: &Expr, obj: &Value, vars: &[Val]) -> Result<Vec<Value>, ()> {
 #[test]
 fn an_expression_answers_the_same_on_what_it_reads() {
     let (mut checked, mut whole) = (0usize, 0usize);
-    for common::DefinitionExpressions {
-        slug,
-        fixtures,
-        vars,
-        texts,
-    } in common::catalog_expressions()
-    {
+    for each in common::catalog_expressions() {
+        let common::DefinitionExpressions {
+            slug,
+            fixtures,
+            vars,
+            texts,
+        } = each;
         let names: Vec<&str> = vars.iter().map(String::as_str).collect();
         let values = vec![Val::Null; vars.len()];
         for text in &texts {

@@ -100,12 +100,7 @@ fn the_catalog_fits_the_testbeds_crds_and_a_renamed_status_field_is_reported() {
         args.extend(["--crd", s(c)]);
     }
     let o = wlmap(&args);
-    assert!(
-        o.status.success(),
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
+    wlmap_e2e::stdout_of("", &o, 0);
     assert!(String::from_utf8_lossy(&o.stderr).contains("checked 4 definition(s): 0 finding(s)"));
 
     let text = std::fs::read_to_string(&crds[3]).expect("CRD");
@@ -115,13 +110,7 @@ fn the_catalog_fits_the_testbeds_crds_and_a_renamed_status_field_is_reported() {
     let file = dir.path().join("rayclusters.yaml");
     std::fs::write(&file, renamed).expect("write");
     let o = wlmap(&["check", "--crd", s(&file)]);
-    assert_eq!(
-        o.status.code(),
-        Some(5),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    let out = String::from_utf8_lossy(&o.stdout);
+    let out = wlmap_e2e::stdout_of("", &o, 5);
     assert!(
         out.lines().any(|l| l
             .starts_with("ray-io-raycluster-v1: statusMappings.running: byExpression: ")
@@ -139,12 +128,7 @@ fn the_catalog_fits_the_testbeds_crds_and_a_renamed_status_field_is_reported() {
 #[test]
 fn check_without_a_cluster_or_crds_is_a_usage_error_and_scaffold_refuses_a_non_crd() {
     let o = wlmap(&["check"]);
-    assert_eq!(
-        o.status.code(),
-        Some(2),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    wlmap_e2e::stdout_of("", &o, 2);
     let fixture =
         repo().join("crates/catalog/fixtures/kubeflow-org-pytorchjob-v1/running/objects.yaml");
     let o = wlmap(&["scaffold", s(&fixture)]);

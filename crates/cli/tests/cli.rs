@@ -3,7 +3,8 @@
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
+use wlmap_e2e::json;
 
 /// The binary with no way to find a cluster: no `KUBECONFIG`, a `HOME` without
 /// `.kube/config`, no in-cluster service variables. A test that means to reach a cluster
@@ -25,33 +26,9 @@ fn wlmap(args: &[&str]) -> Output {
 }
 
 fn wlmap_stdin(args: &[&str], stdin: &str) -> Output {
-    use std::io::Write;
-    let mut child = isolated()
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn");
-    child
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(stdin.as_bytes())
-        .expect("write");
-    child.wait_with_output().expect("wait")
-}
-
-fn json(o: &Output) -> Value {
-    assert!(
-        o.status.success(),
-        "exit {:?}\nstdout: {}\nstderr: {}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
-    serde_json::from_slice(&o.stdout)
-        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&o.stdout)))
+    let mut c = isolated();
+    c.args(args);
+    wlmap_e2e::run_command(c, Some(stdin))
 }
 
 fn stderr(o: &Output) -> String {
@@ -1009,13 +986,7 @@ fn a_component_that_cannot_be_read_gives_a_partial_answer() {
     ]);
     let (d, o) = (&files.path("pair.yaml"), &files.path("p.yaml"));
     let text = wlmap(&["--definitions", d, "describe", "-f", o]);
-    assert_eq!(
-        text.status.code(),
-        Some(5),
-        "{}",
-        String::from_utf8_lossy(&text.stderr)
-    );
-    let out = String::from_utf8_lossy(&text.stdout);
+    let out = wlmap_e2e::stdout_of("", &text, 5);
     assert!(out.contains("Status: Running"), "{out}");
     assert!(
         out.contains("leader") && out.contains("gpu: 2"),

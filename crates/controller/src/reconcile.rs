@@ -5,6 +5,7 @@ use crate::admission::already_grouped;
 use crate::gangs::{Action, desired, plan};
 use crate::metrics::Metrics;
 use crate::state::{Shared, log};
+use crate::state::{locked, reading, writing};
 use kube::api::{DeleteParams, DynamicObject, Patch, PatchParams, Preconditions};
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -141,11 +142,7 @@ pub async fn reconcile(shared: &Shared, key: &ObjectKey) -> Result<Outcome, Stri
             .iter()
             .filter_map(|o| o["metadata"]["name"].as_str())
             .collect();
-        shared
-            .gang_objects
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .concerning(&ns, &names, &uid)
+        reading(&shared.gang_objects).concerning(&ns, &names, &uid)
     };
     let mut outcome = Outcome::Unchanged;
     for (kind, action) in plan_all(format, &want, &existing, &uid) {
@@ -251,10 +248,7 @@ async fn apply(
 
 /// The uid of the object of `obj`'s kind and name when wlmap wrote it for this workload.
 fn ours_to_replace(shared: &Shared, obj: &Value, workload_uid: &str) -> Option<String> {
-    let store = shared
-        .gang_objects
-        .read()
-        .unwrap_or_else(|e| e.into_inner());
+    let store = reading(&shared.gang_objects);
     let ns = obj["metadata"]["namespace"].as_str().unwrap_or("");
     let name = obj["metadata"]["name"].as_str()?;
     store
@@ -299,7 +293,7 @@ fn finished(p: &wlmap_engine::Object) -> bool {
 /// Record a workload's pods without a group; true when it has some and had none before
 /// (the moment to say so).
 fn count_ungrouped(shared: &Shared, key: &ObjectKey, n: usize) -> bool {
-    let mut m = shared.ungrouped.lock().unwrap_or_else(|e| e.into_inner());
+    let mut m = locked(&shared.ungrouped);
     let before = if n == 0 {
         m.remove(key).unwrap_or(0)
     } else {
@@ -316,11 +310,7 @@ fn count_ungrouped(shared: &Shared, key: &ObjectKey, n: usize) -> bool {
 /// brings it.
 fn remember(shared: &Shared, out: DynamicObject) {
     if let Ok(v) = serde_json::to_value(out) {
-        shared
-            .gang_objects
-            .write()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(v);
+        writing(&shared.gang_objects).insert(v);
     }
 }
 
@@ -333,11 +323,7 @@ async fn conflict(
     kind: &str,
     name: &str,
 ) {
-    let first = shared
-        .conflicts
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .insert((key.clone(), format!("{kind}/{name}")));
+    let first = locked(&shared.conflicts).insert((key.clone(), format!("{kind}/{name}")));
     if !first {
         return;
     }

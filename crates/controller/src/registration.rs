@@ -71,7 +71,9 @@ async fn authority(shared: &Shared) -> Result<Authority, String> {
 }
 
 /// Where the API server reaches one of the webhook's paths.
-fn client_config(endpoint: &Endpoint, path: &str, bundle: &str) -> Value {
+fn client_config(endpoint: &Endpoint, path: &str, ca_pem: &str) -> Value {
+    use base64::Engine;
+    let bundle = base64::engine::general_purpose::STANDARD.encode(ca_pem);
     match endpoint {
         Endpoint::Url(base) => {
             json!({"url": format!("{}{path}", base.trim_end_matches('/')), "caBundle": bundle})
@@ -97,29 +99,17 @@ fn client_config(endpoint: &Endpoint, path: &str, bundle: &str) -> Value {
 /// assert_eq!(w["clientConfig"]["url"], "https://127.0.0.1:9443/mutate-pods");
 /// ```
 pub fn webhook_config(name: &str, endpoint: &Endpoint, own_namespace: &str, ca_pem: &str) -> Value {
-    use base64::Engine;
-    let bundle = base64::engine::general_purpose::STANDARD.encode(ca_pem);
-    json!({
-        "apiVersion": "admissionregistration.k8s.io/v1",
-        "kind": "MutatingWebhookConfiguration",
-        "metadata": {"name": name, "labels": {"app.kubernetes.io/managed-by": "wlmap"}},
-        "webhooks": [{
-            "name": "pods.wlmap.run.ai",
-            "admissionReviewVersions": ["v1"],
-            "sideEffects": "None",
-            // Never block pod creation: a pod the webhook misses is created without a group.
-            "failurePolicy": "Ignore",
-            "timeoutSeconds": 2,
-            "matchPolicy": "Equivalent",
-            "reinvocationPolicy": "Never",
-            "clientConfig": client_config(endpoint, crate::serve::MUTATE_PODS, &bundle),
-            "rules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"],
-                "resources": ["pods"], "scope": "Namespaced"}],
-            // The control plane's pods and the controller's own are never held up by it.
-            "namespaceSelector": {"matchExpressions": [{"key": "kubernetes.io/metadata.name",
-                "operator": "NotIn", "values": ["kube-system", own_namespace]}]}
-        }]
-    })
+    let hook = json!({
+        "name": "pods.wlmap.run.ai",
+        "reinvocationPolicy": "Never",
+        "rules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"],
+            "resources": ["pods"], "scope": "Namespaced"}],
+        // The control plane's pods and the controller's own are never held up by it.
+        "namespaceSelector": {"matchExpressions": [{"key": "kubernetes.io/metadata.name",
+            "operator": "NotIn", "values": ["kube-system", own_namespace]}]}
+    });
+    let client = client_config(endpoint, crate::serve::MUTATE_PODS, ca_pem);
+    configuration("MutatingWebhookConfiguration", name, client, hook)
 }
 
 /// The ValidatingWebhookConfiguration for Kartas (same name, same CA): a Karta that would not
@@ -134,23 +124,35 @@ pub fn webhook_config(name: &str, endpoint: &Endpoint, own_namespace: &str, ca_p
 /// assert_eq!(c["webhooks"][0]["clientConfig"]["url"], "https://127.0.0.1:9443/validate-kartas");
 /// ```
 pub fn karta_webhook_config(name: &str, endpoint: &Endpoint, ca_pem: &str) -> Value {
-    use base64::Engine;
-    let bundle = base64::engine::general_purpose::STANDARD.encode(ca_pem);
+    let hook = json!({
+        "name": "kartas.wlmap.run.ai",
+        "rules": [{"apiGroups": ["run.ai"], "apiVersions": ["v1alpha1"],
+            "operations": ["CREATE", "UPDATE"], "resources": ["kartas"], "scope": "Cluster"}]
+    });
+    let client = client_config(endpoint, crate::serve::VALIDATE_KARTAS, ca_pem);
+    configuration("ValidatingWebhookConfiguration", name, client, hook)
+}
+
+/// A webhook configuration of `kind` holding one webhook: `hook`'s own fields (name, rules,
+/// ...) and those both of wlmap's share. Both fail open: with the controller away, a pod is
+/// created without a group and a Karta is accepted (its `Valid` condition catches up).
+fn configuration(kind: &str, name: &str, client: Value, mut hook: Value) -> Value {
+    let shared = json!({
+        "admissionReviewVersions": ["v1"],
+        "sideEffects": "None",
+        "failurePolicy": "Ignore",
+        "timeoutSeconds": 2,
+        "matchPolicy": "Equivalent",
+        "clientConfig": client,
+    });
+    if let (Some(h), Value::Object(common)) = (hook.as_object_mut(), shared) {
+        h.extend(common);
+    }
     json!({
         "apiVersion": "admissionregistration.k8s.io/v1",
-        "kind": "ValidatingWebhookConfiguration",
+        "kind": kind,
         "metadata": {"name": name, "labels": {"app.kubernetes.io/managed-by": "wlmap"}},
-        "webhooks": [{
-            "name": "kartas.wlmap.run.ai",
-            "admissionReviewVersions": ["v1"],
-            "sideEffects": "None",
-            "failurePolicy": "Ignore",
-            "timeoutSeconds": 2,
-            "matchPolicy": "Equivalent",
-            "clientConfig": client_config(endpoint, crate::serve::VALIDATE_KARTAS, &bundle),
-            "rules": [{"apiGroups": ["run.ai"], "apiVersions": ["v1alpha1"],
-                "operations": ["CREATE", "UPDATE"], "resources": ["kartas"], "scope": "Cluster"}]
-        }]
+        "webhooks": [hook]
     })
 }
 

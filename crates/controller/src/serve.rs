@@ -43,12 +43,7 @@ pub async fn webhook(
     mut stop: watch::Receiver<bool>,
 ) {
     let acceptor = TlsAcceptor::from(tls);
-    loop {
-        let accepted = tokio::select! {
-            a = listener.accept() => a,
-            _ = stop.changed() => return,
-        };
-        let Ok((tcp, _)) = accepted else { continue };
+    while let Some(tcp) = wlmap_server::next_connection(&listener, &mut stop).await {
         let (acceptor, shared) = (acceptor.clone(), shared.clone());
         tokio::spawn(async move {
             let Ok(stream) = acceptor.accept(tcp).await else {
@@ -99,12 +94,7 @@ async fn mutate(shared: &Arc<Shared>, req: Request<Incoming>) -> Response<Body> 
 
 /// Serve probes and metrics on `listener` (plain HTTP) until `stop` turns true.
 pub async fn probes(listener: TcpListener, shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
-    loop {
-        let accepted = tokio::select! {
-            a = listener.accept() => a,
-            _ = stop.changed() => return,
-        };
-        let Ok((tcp, _)) = accepted else { continue };
+    while let Some(tcp) = wlmap_server::next_connection(&listener, &mut stop).await {
         let shared = shared.clone();
         tokio::spawn(async move {
             let svc = hyper::service::service_fn(move |req: Request<Incoming>| {

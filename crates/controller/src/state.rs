@@ -77,7 +77,7 @@ impl Shared {
 
     /// Ask for these workloads to be reconciled (a key given twice is reconciled once).
     pub fn enqueue(&self, keys: impl IntoIterator<Item = ObjectKey>) {
-        let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
+        let mut q = locked(&self.queue);
         let before = q.len();
         q.extend(keys);
         if q.len() > before {
@@ -88,11 +88,7 @@ impl Shared {
     /// The next workload to reconcile, waiting for one.
     pub async fn next(&self) -> ObjectKey {
         loop {
-            let popped = self
-                .queue
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .pop_first();
+            let popped = locked(&self.queue).pop_first();
             if let Some(k) = popped {
                 return k;
             }
@@ -113,13 +109,13 @@ impl Shared {
 
     /// The inventory, to read.
     pub fn read_feed(&self) -> std::sync::RwLockReadGuard<'_, Feed> {
-        self.feed.read().unwrap_or_else(|e| e.into_inner())
+        reading(&self.feed)
     }
 
     /// The inventory, to change; the web view hears of the change when the guard is dropped.
     pub fn write_feed(&self) -> FeedWriter<'_> {
         FeedWriter {
-            feed: self.feed.write().unwrap_or_else(|e| e.into_inner()),
+            feed: writing(&self.feed),
             version: &self.version,
         }
     }
@@ -176,6 +172,8 @@ impl std::ops::DerefMut for FeedWriter<'_> {
 }
 
 impl Drop for FeedWriter<'_> {
+    // Runs before the guard field is dropped, so the version moves while the write lock is
+    // still held: the web view reads both under one read lock and sees them agree.
     fn drop(&mut self) {
         self.version.send_modify(|v| *v += 1);
     }
@@ -194,4 +192,20 @@ impl wlmap_server::Map for Shared {
     fn changes(&self) -> tokio::sync::watch::Receiver<u64> {
         self.version.subscribe()
     }
+}
+
+/// A read lock, taken whatever a panicked holder left: a reconcile that panics must not stop
+/// every other task (each value is replaced whole, never left half-written).
+pub(crate) fn reading<T>(l: &std::sync::RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
+    l.read().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A write lock, taken like [`reading`].
+pub(crate) fn writing<T>(l: &std::sync::RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
+    l.write().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A mutex, taken like [`reading`].
+pub(crate) fn locked<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }

@@ -4,6 +4,7 @@
 //! which kinds are served.
 
 use crate::state::{Shared, log};
+use crate::state::{reading, writing};
 use futures::StreamExt;
 use kube::api::{DynamicObject, Patch, PatchParams};
 use serde_json::{Value, json};
@@ -102,21 +103,21 @@ pub(crate) async fn watch_kartas(
             }
             WatchEvent::Listed(_) => {
                 kartas = listing.take().unwrap_or_default();
-                *shared.kartas.write().unwrap_or_else(|e| e.into_inner()) = kartas.clone();
+                *writing(&shared.kartas) = kartas.clone();
                 keep_kartas(&shared);
             }
             WatchEvent::Failed(_, e) => {
                 warn_once(&mut said, "watch of kartas.run.ai failed (retrying)", &e);
             }
         }
-        *shared.kartas.write().unwrap_or_else(|e| e.into_inner()) = kartas.clone();
+        *writing(&shared.kartas) = kartas.clone();
         if spec_of(&kartas) != before {
             log(
                 "info",
                 "definitions changed",
                 json!({"kartas": kartas.keys().collect::<Vec<_>>()}),
             );
-            *shared.registry.write().unwrap_or_else(|e| e.into_inner()) = registry_of(&kartas);
+            *writing(&shared.registry) = registry_of(&kartas);
             shared.definitions_changed.notify_one();
         }
     }
@@ -127,13 +128,7 @@ pub fn keep_kartas(shared: &Arc<Shared>) {
     if !shared.is_leader() {
         return;
     }
-    let all: Vec<Value> = shared
-        .kartas
-        .read()
-        .unwrap_or_else(|e| e.into_inner())
-        .values()
-        .cloned()
-        .collect();
+    let all: Vec<Value> = reading(&shared.kartas).values().cloned().collect();
     for k in all {
         tokio::spawn(keep_karta(shared.clone(), k));
     }
@@ -281,11 +276,7 @@ async fn kinds_for(
 /// the same kinds are swapped in place, new kinds start the watches again.
 pub(crate) async fn watch_workloads(shared: Arc<Shared>, watch_client: kube::Client) {
     loop {
-        let reg = shared
-            .registry
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone();
+        let reg = reading(&shared.registry).clone();
         let kinds = match kinds_for(&shared.client, &reg).await {
             Ok(k) => k,
             Err(e) => {
@@ -304,7 +295,7 @@ pub(crate) async fn watch_workloads(shared: Arc<Shared>, watch_client: kube::Cli
             "watching",
             json!({"kinds": gks.iter().map(|g| g.to_string()).collect::<Vec<_>>()}),
         );
-        *shared.kinds.write().unwrap_or_else(|e| e.into_inner()) = kinds.clone();
+        *writing(&shared.kinds) = kinds.clone();
         *shared.write_feed() = Feed::new(reg, gks.clone());
         let mut stream = wlmap_kube::watch_stream(&watch_client, "", &kinds, None);
         let mut said = std::collections::BTreeSet::new();
@@ -315,7 +306,7 @@ pub(crate) async fn watch_workloads(shared: Arc<Shared>, watch_client: kube::Cli
                     on_workload_event(&shared, ev, &mut said);
                 }
                 _ = shared.definitions_changed.notified() => {
-                    let reg = shared.registry.read().unwrap_or_else(|e| e.into_inner()).clone();
+                    let reg = reading(&shared.registry).clone();
                     match kinds_for(&shared.client, &reg).await {
                         Ok(k) if same_kinds(&k, &kinds) => {
                             let changes = shared.write_feed().inventory.set_definitions(reg);
@@ -388,12 +379,7 @@ pub(crate) async fn watch_gang_objects(shared: Arc<Shared>, watch_client: kube::
     let mut stream = wlmap_kube::watch_stream(&watch_client, "", &kinds, None);
     let mut listing: BTreeMap<usize, Vec<Value>> = BTreeMap::new();
     let mut said = std::collections::BTreeSet::new();
-    let store = || {
-        shared
-            .gang_objects
-            .write()
-            .unwrap_or_else(|e| e.into_inner())
-    };
+    let store = || writing(&shared.gang_objects);
     while let Some(ev) = stream.next().await {
         match ev {
             WatchEvent::Relisting(i) => {

@@ -4,6 +4,7 @@
 
 use crate::admission::{already_grouped, answer, patch, pod_of};
 use crate::metrics::Metrics;
+use crate::state::reading;
 use crate::state::{Shared, log};
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -19,7 +20,7 @@ const FETCH_TIMEOUT: Duration = Duration::from_millis(800);
 /// Answer one AdmissionReview of a Karta.
 pub fn review_karta(shared: &Arc<Shared>, review: &Value) -> Value {
     let verdict = {
-        let kartas = shared.kartas.read().unwrap_or_else(|e| e.into_inner());
+        let kartas = reading(&shared.kartas);
         crate::admission::judge_karta(review, &kartas)
     };
     match verdict {
@@ -126,10 +127,7 @@ fn unplaced(
 /// on its way), if it is the object the reference names.
 async fn fetch(shared: &Shared, r: &OwnerRef) -> Result<Object, String> {
     let gk = GroupKind::from_api_version(&r.api_version, &r.kind);
-    let kind = shared
-        .kinds
-        .read()
-        .unwrap_or_else(|e| e.into_inner())
+    let kind = reading(&shared.kinds)
         .iter()
         .find(|k| k.group_kind() == gk)
         .cloned()

@@ -39,6 +39,18 @@ impl Testbed {
         }
     }
 
+    /// [`Testbed::from_env`] for tests that need one that schedules (started with
+    /// `WLMAP_TESTBED_SCHEDULING=1`, or with operators, which imply it).
+    pub fn scheduling() -> Testbed {
+        let tb = Testbed::from_env();
+        assert_eq!(
+            std::env::var("WLMAP_TESTBED_SCHEDULING").as_deref(),
+            Ok("1"),
+            "these tests need a testbed started with WLMAP_TESTBED_SCHEDULING=1 (or OPERATORS)"
+        );
+        tb
+    }
+
     /// Run kubectl as admin; panics on failure.
     pub fn kubectl(&self, args: &[&str], stdin: Option<&str>) -> String {
         let o = run(
@@ -46,12 +58,12 @@ impl Testbed {
             &[&["--kubeconfig", &self.kubeconfig], args].concat(),
             stdin,
         );
-        assert!(
-            o.status.success(),
-            "kubectl {args:?} failed: {}",
-            String::from_utf8_lossy(&o.stderr)
-        );
-        String::from_utf8_lossy(&o.stdout).into_owned()
+        stdout_of(&format!("kubectl {args:?}"), &o, 0)
+    }
+
+    /// `kubectl get RESOURCE -n NAMESPACE -o name`: the objects' `kind/name`, one a line.
+    pub fn names(&self, resource: &str, namespace: &str) -> String {
+        self.kubectl(&["get", resource, "-n", namespace, "-o", "name"], None)
     }
 
     /// Wait until CRDs are Established (`names`: `crd/NAME` or `crd --all`-style args).
@@ -359,10 +371,16 @@ pub fn wlmap_bin() -> String {
 
 /// Run a program with optional stdin.
 pub fn run(bin: &str, args: &[&str], stdin: Option<&str>) -> Output {
+    let mut c = Command::new(bin);
+    c.args(args).env("NO_COLOR", "1");
+    run_command(c, stdin)
+}
+
+/// Run a prepared command with optional stdin, its output captured.
+pub fn run_command(mut c: Command, stdin: Option<&str>) -> Output {
     use std::io::Write;
-    let mut child = Command::new(bin)
-        .args(args)
-        .env("NO_COLOR", "1")
+    let program = c.get_program().to_string_lossy().into_owned();
+    let mut child = c
         .stdin(if stdin.is_some() {
             Stdio::piped()
         } else {
@@ -371,7 +389,7 @@ pub fn run(bin: &str, args: &[&str], stdin: Option<&str>) -> Output {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .unwrap_or_else(|e| panic!("{bin}: {e}"));
+        .unwrap_or_else(|e| panic!("{program}: {e}"));
     if let Some(s) = stdin {
         child
             .stdin
@@ -381,6 +399,19 @@ pub fn run(bin: &str, args: &[&str], stdin: Option<&str>) -> Output {
             .expect("write stdin");
     }
     child.wait_with_output().expect("wait")
+}
+
+/// The stdout of a command that had to exit with `code` (0: success), failing with `what`
+/// and both streams shown.
+pub fn stdout_of(what: &str, o: &Output, code: i32) -> String {
+    assert_eq!(
+        o.status.code(),
+        Some(code),
+        "{what}\nstdout: {}\nstderr: {}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
 /// Parse stdout as JSON, failing with both streams shown.
@@ -462,12 +493,7 @@ impl FaultProxy {
             &["--kubeconfig", &self.kubeconfig, "get", "--raw", path],
             None,
         );
-        assert!(
-            o.status.success(),
-            "{path}: {}",
-            String::from_utf8_lossy(&o.stderr)
-        );
-        String::from_utf8_lossy(&o.stdout).into_owned()
+        stdout_of(path, &o, 0)
     }
 
     /// Arm a fault: `kind` is `429`, `503`, `410`, `delay`, `drop` or `hold` (the request waits

@@ -128,12 +128,7 @@ fn the_chart_lints_renders_and_refuses_bad_values() {
             args.extend(["--set", s]);
         }
         let o = helm(&args);
-        assert!(
-            o.status.success(),
-            "helm lint {set:?}: {}{}",
-            String::from_utf8_lossy(&o.stdout),
-            String::from_utf8_lossy(&o.stderr)
-        );
+        wlmap_e2e::stdout_of(&format!("helm lint {set:?}"), &o, 0);
     }
     // The CRD the chart installs is the one generated from the types.
     let docs = render("wlmap-system", &[]);
@@ -297,18 +292,7 @@ fn jobset_grouped(tb: &Testbed, wns: &str, group: &str) {
                 "nodeSelector": {"wlmap.test/pool": "ctlrbac"}, "containers": [gpu_container(1)]}}}}}]}});
     tb.kubectl(&["create", "-f", "-"], Some(&jobset.to_string()));
     tb.wait_for("its PodGroup", 60, || {
-        tb.kubectl(
-            &[
-                "get",
-                "podgroups.scheduling.k8s.io",
-                "-n",
-                wns,
-                "-o",
-                "name",
-            ],
-            None,
-        )
-        .contains(group)
+        tb.names("podgroups.scheduling.k8s.io", wns).contains(group)
     });
     let created = tb.get_json(&["get", "jobset/r", "-n", wns]);
     for job in wlmap_e2e::jobset_jobs(&created) {
@@ -330,12 +314,7 @@ fn promtool(args: &[&str], stdin: Option<&str>) -> std::process::Output {
 }
 
 fn ok(o: &std::process::Output, what: &str) {
-    assert!(
-        o.status.success(),
-        "{what}: {}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
+    wlmap_e2e::stdout_of(what, o, 0);
 }
 
 /// The metric names an expression reads (`wlmap_...` families, recorded `a:b:c` names, DCGM's).

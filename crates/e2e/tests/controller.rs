@@ -9,16 +9,6 @@ use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use wlmap_e2e::{Controller, FaultProxy, Testbed, gpu_container, jobset_jobs, json, testbed_crds};
 
-fn testbed() -> Testbed {
-    let tb = Testbed::from_env();
-    assert_eq!(
-        std::env::var("WLMAP_TESTBED_SCHEDULING").as_deref(),
-        Ok("1"),
-        "these tests need a testbed started with WLMAP_TESTBED_SCHEDULING=1"
-    );
-    tb
-}
-
 /// The names of the v1.37 PodGroups in a namespace.
 fn pod_groups(tb: &Testbed, ns: &str) -> Vec<String> {
     let mut names: Vec<String> =
@@ -67,7 +57,7 @@ fn jobset_status(tb: &Testbed, ns: &str, jobset: &str) -> Value {
 #[test]
 #[ignore = "needs the scheduling testbed (see the file's doc)"]
 fn a_jobset_is_ganged_as_one_workload() {
-    let tb = testbed();
+    let tb = Testbed::scheduling();
     tb.apply_file(&testbed_crds().join("jobset.x-k8s.io_jobsets.yaml"));
     tb.wait_established(&["crd/jobsets.jobset.x-k8s.io"]);
     tb.namespace("wlmap-system");
@@ -212,7 +202,7 @@ fn a_jobset_is_ganged_as_one_workload() {
 #[test]
 #[ignore = "needs the scheduling testbed (see the file's doc)"]
 fn an_owner_the_watch_has_not_brought_is_fetched() {
-    let tb = testbed();
+    let tb = Testbed::scheduling();
     tb.apply_file(&testbed_crds().join("jobset.x-k8s.io_jobsets.yaml"));
     tb.wait_established(&["crd/jobsets.jobset.x-k8s.io"]);
     tb.namespace("wlmap-system");
@@ -284,7 +274,7 @@ fn an_owner_the_watch_has_not_brought_is_fetched() {
 #[test]
 #[ignore = "needs the scheduling testbed (see the file's doc)"]
 fn a_raycluster_of_the_real_operator_binds_whole_or_not_at_all() {
-    let tb = testbed();
+    let tb = Testbed::scheduling();
     wlmap_e2e::require_operator("kuberay");
     tb.namespace("wlmap-system");
     tb.add_node("ctlray-cpu-0", "ctlray", 0);
@@ -354,7 +344,7 @@ fn a_raycluster_of_the_real_operator_binds_whole_or_not_at_all() {
 #[test]
 #[ignore = "needs the scheduling testbed (see the file's doc)"]
 fn a_kind_registered_with_one_karta_is_ganged() {
-    let tb = testbed();
+    let tb = Testbed::scheduling();
     tb.namespace("wlmap-system");
     tb.apply_file(
         &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../schema/crd/kartas.run.ai.yaml"),
@@ -438,7 +428,7 @@ fn a_kind_registered_with_one_karta_is_ganged() {
 #[test]
 #[ignore = "needs the scheduling testbed (see the file's doc)"]
 fn faults_leave_no_duplicate_no_orphan_and_no_silent_gap() {
-    let tb = testbed();
+    let tb = Testbed::scheduling();
     tb.namespace("wlmap-system");
     tb.apply_file(&testbed_crds().join("leaderworkerset.x-k8s.io_leaderworkersets.yaml"));
     tb.apply_file(&testbed_crds().join("jobset.x-k8s.io_jobsets.yaml"));
@@ -599,7 +589,7 @@ fn gang_objects(tb: &Testbed, resource: &str, ns: &str) -> BTreeMap<String, Valu
 #[test]
 #[ignore = "needs the scheduling testbed (see the file's doc)"]
 fn roles_are_ganged_together_by_a_composite_pod_group() {
-    let tb = testbed();
+    let tb = Testbed::scheduling();
     tb.apply_file(&testbed_crds().join("jobset.x-k8s.io_jobsets.yaml"));
     tb.wait_established(&["crd/jobsets.jobset.x-k8s.io"]);
     tb.namespace("wlmap-system");
@@ -813,7 +803,7 @@ fn roles_are_ganged_together_by_a_composite_pod_group() {
 #[test]
 #[ignore = "needs the scheduling testbed (see the file's doc)"]
 fn a_role_required_in_one_rack_is_placed_in_one_rack() {
-    let tb = testbed();
+    let tb = Testbed::scheduling();
     tb.apply_file(
         &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../schema/crd/kartas.run.ai.yaml"),
     );
@@ -900,7 +890,7 @@ fn a_role_required_in_one_rack_is_placed_in_one_rack() {
 #[test]
 #[ignore = "needs the scheduling testbed (see the file's doc)"]
 fn coscheduling_and_volcano_groups_and_a_foreign_group_left_alone() {
-    let tb = testbed();
+    let tb = Testbed::scheduling();
     tb.namespace("wlmap-system");
     tb.apply_file(&testbed_crds().join("schedulers/scheduling.x-k8s.io_podgroups.yaml"));
     tb.apply_file(&testbed_crds().join("schedulers/scheduling.volcano.sh_podgroups.yaml"));
@@ -939,18 +929,8 @@ fn coscheduling_and_volcano_groups_and_a_foreign_group_left_alone() {
     };
     tb.kubectl(&["create", "-f", "-"], Some(&jobset("mine").to_string()));
     tb.wait_for("the coscheduling PodGroup", 60, || {
-        tb.kubectl(
-            &[
-                "get",
-                "podgroups.scheduling.x-k8s.io",
-                "-n",
-                ns,
-                "-o",
-                "name",
-            ],
-            None,
-        )
-        .contains("mine-gang")
+        tb.names("podgroups.scheduling.x-k8s.io", ns)
+            .contains("mine-gang")
     });
     let g = group("mine-gang");
     assert_eq!(g["spec"]["minMember"], 2, "{g}");
@@ -996,18 +976,8 @@ fn coscheduling_and_volcano_groups_and_a_foreign_group_left_alone() {
     js["metadata"]["namespace"] = json!(vns);
     tb.kubectl(&["create", "-f", "-"], Some(&js.to_string()));
     tb.wait_for("the Volcano PodGroup", 60, || {
-        tb.kubectl(
-            &[
-                "get",
-                "podgroups.scheduling.volcano.sh",
-                "-n",
-                vns,
-                "-o",
-                "name",
-            ],
-            None,
-        )
-        .contains("vol-gang")
+        tb.names("podgroups.scheduling.volcano.sh", vns)
+            .contains("vol-gang")
     });
     let g = tb.get_json(&["get", "podgroups.scheduling.volcano.sh/vol-gang", "-n", vns]);
     assert_eq!(g["spec"]["minMember"], 2, "{g}");
@@ -1040,7 +1010,7 @@ fn coscheduling_and_volcano_groups_and_a_foreign_group_left_alone() {
 #[test]
 #[ignore = "needs the scheduling testbed (see the file's doc)"]
 fn definitions_applied_are_found_as_kai_finds_them() {
-    let tb = testbed();
+    let tb = Testbed::scheduling();
     tb.namespace("wlmap-system");
     tb.apply_file(
         &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../schema/crd/kartas.run.ai.yaml"),

@@ -274,18 +274,19 @@ fn against_a_real_api_server() {
             }
         })
     };
+    let set = |flags: &[&str]| {
+        let mut args = vec!["set", "jobset/llm-train", "-n", "ml"];
+        args.extend_from_slice(flags);
+        let o = tb.wlmap(&args);
+        assert!(o.status.success(), "{}", stderr(&o));
+    };
     for i in 0..4 {
-        let o = tb.wlmap(&[
-            "set",
-            "jobset/llm-train",
-            "-n",
-            "ml",
+        set(&[
             "--scheduler-name",
             "kai-scheduler",
             "--annotation",
             &format!("round={i}"),
         ]);
-        assert!(o.status.success(), "{}", stderr(&o));
     }
     writer.join().expect("writer");
     let js: Value = serde_json::from_str(
@@ -323,16 +324,7 @@ fn against_a_real_api_server() {
         )
     };
     let before = resource_version();
-    let o = tb.wlmap(&[
-        "set",
-        "jobset/llm-train",
-        "-n",
-        "ml",
-        "--scheduler-name",
-        "other",
-        "--dry-run=server",
-    ]);
-    assert!(o.status.success(), "{}", stderr(&o));
+    set(&["--scheduler-name", "other", "--dry-run=server"]);
     let after = resource_version();
     assert_eq!(before, after, "a server dry run must not change the object");
 

@@ -16,6 +16,13 @@ fn stderr(o: &std::process::Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
+/// The stderr of a run that had to fail (exit 1) without printing a partial answer.
+fn failed(o: &std::process::Output) -> String {
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(o));
+    assert!(o.stdout.is_empty(), "no partial output");
+    stderr(o)
+}
+
 /// The pod names of a successful `get pods -o json`, checking there are no duplicates.
 fn names(o: &std::process::Output) -> BTreeSet<String> {
     assert!(
@@ -79,12 +86,9 @@ fn cluster_faults_are_retried_bounded_and_never_partial() {
     // Persistent throttling: a bounded number of attempts, a plain error, nothing on stdout.
     proxy.reset();
     proxy.arm("429", -1, false, 0);
-    let o = proxy.wlmap(&get);
-    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
-    let err = stderr(&o);
+    let err = failed(&proxy.wlmap(&get));
     assert!(err.contains("429"), "{err}");
     assert!(err.contains("gave up after 8 attempts"), "{err}");
-    assert!(o.stdout.is_empty(), "no partial output");
     let attempts = proxy.log().len();
     // Discovery is two requests per attempt (/api, /apis); eight attempts at most.
     assert!(attempts <= 16, "{attempts} requests for one failing call");
@@ -105,10 +109,8 @@ fn cluster_faults_are_retried_bounded_and_never_partial() {
     // Always expired: an error, not the first page shown as everything.
     proxy.reset();
     proxy.arm("410", -1, true, 0);
-    let o = proxy.wlmap(&get);
-    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
-    assert!(stderr(&o).contains("410"), "{}", stderr(&o));
-    assert!(o.stdout.is_empty(), "no partial output");
+    let err = failed(&proxy.wlmap(&get));
+    assert!(err.contains("410"), "{err}");
 
     // Slow answers: a request that outlives --request-timeout is retried; always slow gives up.
     proxy.reset();
@@ -117,12 +119,9 @@ fn cluster_faults_are_retried_bounded_and_never_partial() {
     assert_eq!(names(&proxy.wlmap(&slow)), all);
     proxy.reset();
     proxy.arm("delay", -1, false, 4_000);
-    let o = proxy.wlmap(&slow);
-    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
-    let err = stderr(&o);
+    let err = failed(&proxy.wlmap(&slow));
     assert!(err.contains("no answer within 2s"), "{err}");
     assert!(err.contains("gave up after"), "{err}");
-    assert!(o.stdout.is_empty());
 
     // A connection dropped in the middle of the listing: retried, complete.
     proxy.reset();

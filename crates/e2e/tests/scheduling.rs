@@ -9,16 +9,6 @@ use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use wlmap_e2e::{Testbed, gpu_container, json};
 
-fn testbed() -> Testbed {
-    let tb = Testbed::from_env();
-    assert_eq!(
-        std::env::var("WLMAP_TESTBED_SCHEDULING").as_deref(),
-        Ok("1"),
-        "these tests need a testbed started with WLMAP_TESTBED_SCHEDULING=1 (or OPERATORS)"
-    );
-    tb
-}
-
 fn namespace(tb: &Testbed, ns: &str) {
     tb.kubectl(&["create", "namespace", ns], None);
 }
@@ -46,7 +36,7 @@ fn bound(pods: &BTreeMap<String, (Option<String>, String)>) -> usize {
 #[test]
 #[ignore = "needs the scheduling testbed (see the file's doc)"]
 fn a_job_is_scheduled_runs_and_completes() {
-    let tb = testbed();
+    let tb = Testbed::scheduling();
     let ns = "sched-job";
     namespace(&tb, ns);
     tb.add_node("job-gpu-0", "job", 8);
@@ -95,7 +85,7 @@ fn a_job_is_scheduled_runs_and_completes() {
 #[test]
 #[ignore = "needs the scheduling testbed (see the file's doc)"]
 fn a_gang_binds_all_or_nothing() {
-    let tb = testbed();
+    let tb = Testbed::scheduling();
     tb.add_node("gang-gpu-0", "gang", 8);
     tb.add_node("gang-gpu-1", "gang", 8);
     let pod = |ns: &str, i: usize, group: Option<&str>| {
@@ -161,7 +151,7 @@ fn a_gang_binds_all_or_nothing() {
 #[test]
 #[ignore = "needs the scheduling testbed (see the file's doc)"]
 fn a_raycluster_from_the_real_operator() {
-    let tb = testbed();
+    let tb = Testbed::scheduling();
     wlmap_e2e::require_operator("kuberay");
     let ns = "sched-ray";
     namespace(&tb, ns);
@@ -221,7 +211,7 @@ fn a_raycluster_from_the_real_operator() {
 #[test]
 #[ignore = "needs the scheduling testbed (see the file's doc)"]
 fn get_watch_follows_a_workload_through_an_api_server_restart() {
-    let tb = testbed();
+    let tb = Testbed::scheduling();
     let ns = "sched-watch";
     namespace(&tb, ns);
     tb.add_node("watch-gpu-0", "watch", 8);
@@ -351,7 +341,7 @@ fn watch_lines(
 #[test]
 #[ignore = "needs the scheduling testbed with KubeRay (see the file's doc)"]
 fn serve_follows_a_raycluster_as_it_scales() {
-    let tb = testbed();
+    let tb = Testbed::scheduling();
     wlmap_e2e::require_operator("kuberay");
     let ns = "sched-serve";
     namespace(&tb, ns);
@@ -438,7 +428,7 @@ fn serve_follows_a_raycluster_as_it_scales() {
 #[test]
 #[ignore = "needs the scheduling testbed with KubeRay (see the file's doc)"]
 fn scaffold_and_check_against_the_live_cluster() {
-    let tb = testbed();
+    let tb = Testbed::scheduling();
     wlmap_e2e::require_operator("kuberay");
     let ns = "sched-author";
     namespace(&tb, ns);
@@ -490,13 +480,7 @@ fn scaffold_and_check_against_the_live_cluster() {
     tb.kubectl(&["apply", "-f", "-"], Some(&milvus.to_string()));
     tb.wait_established(&["crd/milvuses.milvus.io"]);
     let o = tb.wlmap(&["check"]);
-    assert_eq!(
-        o.status.code(),
-        Some(5),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    let out = String::from_utf8_lossy(&o.stdout);
+    let out = wlmap_e2e::stdout_of("", &o, 5);
     assert!(
         out.lines().any(|l| l
             == "milvus-io-milvus-v1beta1: rootComponent.kind: version v1beta1 is not in the CRD (its versions: v1alpha1)"),

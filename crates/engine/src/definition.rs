@@ -128,8 +128,9 @@ pub struct Definition {
     pub(crate) gang_members: Vec<(String, Vec<GangMember>)>,
     pub(crate) references: Vec<CompiledReference>,
     pub(crate) limits: Limits,
-    /// What placing a pod reads of it: see [`Definition::pod_placement_reads`].
-    pub(crate) pod_reads: Option<Vec<Vec<String>>>,
+    /// What placing a pod reads of it: see [`Definition::pod_placement_reads`]. Found on
+    /// first use (it parses the selectors again): only a live inventory asks.
+    pub(crate) pod_reads: std::sync::OnceLock<Option<Vec<Vec<String>>>>,
 }
 
 /// Variables every expression may read: `$parentInstance` and the references.
@@ -561,7 +562,6 @@ impl Definition {
         if findings.iter().any(|f| f.severity == Severity::Error) {
             return (None, findings);
         }
-        let pod_reads = pod_reads(&components);
         let def = Definition {
             karta,
             origin,
@@ -570,7 +570,7 @@ impl Definition {
             gang_members,
             references,
             limits: Limits::default(),
-            pod_reads,
+            pod_reads: std::sync::OnceLock::new(),
         };
         (Some(def), findings)
     }
@@ -682,7 +682,9 @@ impl Definition {
     /// assert_eq!(def.pod_placement_reads(), Some(&[][..])); // a Pod is its own only pod
     /// ```
     pub fn pod_placement_reads(&self) -> Option<&[Vec<String>]> {
-        self.pod_reads.as_deref()
+        self.pod_reads
+            .get_or_init(|| pod_reads(&self.components))
+            .as_deref()
     }
 
     /// Change the evaluation limits (steps, outputs, time) of every expression.

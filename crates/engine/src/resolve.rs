@@ -67,15 +67,17 @@ impl PodInfo {
     pub fn from_pod(pod: &Object, gpu: &GpuPolicy) -> PodInfo {
         let j = pod.json();
         let status = j.field("status");
-        let ready = status
+        let conditions = status
             .and_then(|s| s.field("conditions"))
             .and_then(Value::as_array)
-            .is_some_and(|cs| {
-                cs.iter().any(|c| {
-                    c.field("type").and_then(Value::as_str) == Some("Ready")
-                        && c.field("status").and_then(Value::as_str) == Some("True")
-                })
-            });
+            .map_or(&[][..], Vec::as_slice);
+        let condition = |kind: &str, value: &str| {
+            conditions.iter().find(|c| {
+                c.field("type").and_then(Value::as_str) == Some(kind)
+                    && c.field("status").and_then(Value::as_str) == Some(value)
+            })
+        };
+        let ready = condition("Ready", "True").is_some();
         let waiting = status
             .and_then(|s| s.field("containerStatuses"))
             .and_then(Value::as_array)
@@ -89,15 +91,7 @@ impl PodInfo {
                         .and_then(Value::as_str)
                 })
             });
-        let unschedulable = status
-            .and_then(|s| s.field("conditions"))
-            .and_then(Value::as_array)
-            .and_then(|cs| {
-                cs.iter().find(|c| {
-                    c.field("type").and_then(Value::as_str) == Some("PodScheduled")
-                        && c.field("status").and_then(Value::as_str) == Some("False")
-                })
-            })
+        let unschedulable = condition("PodScheduled", "False")
             .and_then(|c| c.field("reason").and_then(Value::as_str));
         let reason = status
             .and_then(|s| s.field("reason"))
@@ -556,42 +550,50 @@ struct Instances<'a> {
     multi: bool,
 }
 
-/// Per-instance outputs of an expression: a value per instance (None = absent).
-fn per_instance(
-    def: &Definition,
-    e: Option<&wlmap_expr::Expr>,
-    root: &Object,
-    vars: &[Val],
-    at: Instances,
-    field: &str,
-) -> Result<Vec<Option<Val>>> {
-    let Some(e) = e else {
-        return Ok(vec![None; at.n]);
-    };
-    let out = def.eval_obj(e, root, vars, at.comp, field)?;
-    zip_instances(def, at, field, out, |v| matches!(v, Val::Null))
+/// How an expression's outputs are kept per instance: as jaq values (replicas, counts), or as
+/// JSON copied out of the object (templates: no round trip through jaq values).
+trait Kept: Clone {
+    fn keep(o: wlmap_expr::Output) -> Self;
+    fn is_null(&self) -> bool;
 }
 
-/// [`per_instance`] as JSON: the parts of the object an expression yields are copied out of
-/// it (no round trip through jaq values); templates are read this way.
-fn per_instance_json(
+impl Kept for Val {
+    fn keep(o: wlmap_expr::Output) -> Val {
+        o.into_val()
+    }
+    fn is_null(&self) -> bool {
+        matches!(self, Val::Null)
+    }
+}
+
+impl Kept for Value {
+    fn keep(o: wlmap_expr::Output) -> Value {
+        o.to_json().into_owned()
+    }
+    fn is_null(&self) -> bool {
+        Value::is_null(self)
+    }
+}
+
+/// Per-instance outputs of an expression: a value per instance (None = absent).
+fn per_instance<T: Kept>(
     def: &Definition,
     e: Option<&wlmap_expr::Expr>,
     root: &Object,
     vars: &[Val],
     at: Instances,
     field: &str,
-) -> Result<Vec<Option<Value>>> {
+) -> Result<Vec<Option<T>>> {
     let Some(e) = e else {
         return Ok(vec![None; at.n]);
     };
-    let out: Vec<Value> = e
+    let out: Vec<T> = e
         .evaluate(root.input(), vars, &def.limits)
         .map_err(|source| def.located(e, at.comp, field, source))?
-        .iter()
-        .map(|o| o.to_json().into_owned())
+        .into_iter()
+        .map(T::keep)
         .collect();
-    zip_instances(def, at, field, out, Value::is_null)
+    zip_instances(def, at, field, out, T::is_null)
 }
 
 /// Outputs zipped with the instances: `n` values by position with an instanceIdPath (none at
@@ -662,8 +664,9 @@ fn build(def: &Definition, ci: usize, root: &Object, vars: &[Val]) -> Result<Vec
         n,
         multi,
     };
-    let field =
-        |e: &Option<wlmap_expr::Expr>, f: &str| per_instance(def, e.as_ref(), root, vars, at, f);
+    let field = |e: &Option<wlmap_expr::Expr>, f: &str| {
+        per_instance::<Val>(def, e.as_ref(), root, vars, at, f)
+    };
     let replicas = field(&c.replicas, "replicasPath")?;
     let mins = field(&c.min_replicas, "minReplicasPath")?;
     let maxs = field(&c.max_replicas, "maxReplicasPath")?;
@@ -820,14 +823,15 @@ fn templates(
     match &c.spec {
         None => Ok(vec![None; at.n]),
         Some(SpecShape::Template(e)) => {
-            per_instance_json(def, Some(e), root, vars, at, "podTemplateSpecPath")?
+            per_instance::<Value>(def, Some(e), root, vars, at, "podTemplateSpecPath")?
                 .into_iter()
                 .map(|v| obj("podTemplateSpecPath", v))
                 .collect()
         }
         Some(SpecShape::PodSpec { spec, metadata }) => {
-            let specs = per_instance_json(def, Some(spec), root, vars, at, "podSpecPath")?;
-            let metas = per_instance_json(def, metadata.as_ref(), root, vars, at, "metadataPath")?;
+            let specs = per_instance::<Value>(def, Some(spec), root, vars, at, "podSpecPath")?;
+            let metas =
+                per_instance::<Value>(def, metadata.as_ref(), root, vars, at, "metadataPath")?;
             specs
                 .into_iter()
                 .zip(metas)
@@ -868,7 +872,7 @@ fn fragmented_templates(
     at: Instances,
 ) -> Result<Vec<Option<Value>>> {
     let get = |e: &Option<wlmap_expr::Expr>, field: &str| {
-        per_instance_json(def, e.as_ref(), root, vars, at, field)
+        per_instance::<Value>(def, e.as_ref(), root, vars, at, field)
     };
     let mut v = FragmentValues {
         scheduler_name: get(&f.scheduler_name, "schedulerNamePath")?,

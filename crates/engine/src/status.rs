@@ -4,7 +4,7 @@ use crate::definition::{Definition, Matcher, StatusRules};
 use crate::error::Result;
 use serde::Serialize;
 use std::borrow::Cow;
-use wlmap_expr::{Val, to_jq_string};
+use wlmap_expr::Val;
 use wlmap_json::Field;
 
 /// The common status vocabulary.
@@ -225,11 +225,12 @@ pub(crate) fn evaluate(
     };
     let comp = def.components[0].def.name.as_str();
     let raw_phase = match &rules.phase {
-        Some(e) => def
-            .eval_obj(e, root, vars, comp, "phaseDefinition.path")?
-            .into_iter()
-            .find(|v| !matches!(v, Val::Null))
-            .map(|v| to_jq_string(&v)),
+        Some(e) => e
+            .evaluate(root.input(), vars, &def.limits)
+            .map_err(|source| def.located(e, comp, "phaseDefinition.path", source))?
+            .iter()
+            .find(|o| !o.is_null())
+            .map(|o| o.to_text().into_owned()),
         None => None,
     };
     // Conditions that are parts of the object are read in place, not copied.
@@ -389,9 +390,12 @@ fn eval_matcher<'c>(
         ok &= hit;
     }
     if let (Some(bx), Some(e)) = (&m.def.by_expression, &m.expression) {
-        match def.eval_obj(e, root, vars, &def.components[0].def.name, &m.field) {
+        let evaluated = e
+            .evaluate(root.input(), vars, &def.limits)
+            .map_err(|source| def.located(e, &def.components[0].def.name, &m.field, source));
+        match evaluated {
             Ok(out) => {
-                let got = out.first().map(to_jq_string);
+                let got = out.first().map(wlmap_expr::Output::to_text);
                 let hit = got.as_deref() == Some(bx.expected_result.as_str());
                 if let Some(parts) = parts {
                     parts.push(format!(

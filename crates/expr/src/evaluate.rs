@@ -116,6 +116,32 @@ impl<'a> Output<'a> {
         }
     }
 
+    /// As text, the way [`to_jq_string`](crate::to_jq_string) prints it (a string as it is,
+    /// anything else as JSON): borrowed when it is a string of the input, which is what a
+    /// status rule compares most.
+    ///
+    /// ```
+    /// let doc = serde_json::json!({"phase": "Running", "n": 2});
+    /// assert!(matches!(wlmap_expr::Output::Part(&doc["phase"]).to_text(), std::borrow::Cow::Borrowed("Running")));
+    /// assert_eq!(wlmap_expr::Output::Part(&doc["n"]).to_text(), "2");
+    /// ```
+    pub fn to_text(&self) -> Cow<'a, str> {
+        match self {
+            Output::Part(Value::String(s)) => Cow::Borrowed(s.as_str()),
+            Output::Part(j) => Cow::Owned(crate::to_jq_string(&to_val(j))),
+            Output::Made(v) => Cow::Owned(crate::to_jq_string(v)),
+        }
+    }
+
+    /// True when the output is null.
+    ///
+    /// ```
+    /// assert!(wlmap_expr::Output::Made(wlmap_expr::Val::Null).is_null());
+    /// ```
+    pub fn is_null(&self) -> bool {
+        matches!(self, Output::Part(Value::Null) | Output::Made(Val::Null))
+    }
+
     /// A part of the input, when it is one.
     ///
     /// ```
@@ -293,7 +319,6 @@ impl Expr {
             vars,
             limits,
             self.vars.len(),
-            usize::MAX,
         )?;
         Some(out.map(|out| {
             out.into_iter()

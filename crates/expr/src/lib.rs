@@ -55,7 +55,7 @@ pub use reads::{Footprint, Key, footprint, paths_read};
 pub use syntax::MAX_SYNTAX_DEPTH;
 
 use program::{PATHS, Program, analyse, compile_program, not_compiled};
-use run::{checked, json_len, run, run_native_parts, run_take, spent};
+use run::{checked, json_len, run, run_native_parts, spent};
 use sandbox::Sandbox;
 use std::sync::{Arc, OnceLock};
 
@@ -148,37 +148,22 @@ impl Expr {
         vars: &[Val],
         limits: &Limits,
     ) -> Result<Vec<Val>, EvalError> {
-        self.run_main(input, vars, limits, usize::MAX)
-    }
-
-    fn run_main(
-        &self,
-        input: &Val,
-        vars: &[Val],
-        limits: &Limits,
-        take: usize,
-    ) -> Result<Vec<Val>, EvalError> {
         if self.program.get().is_none() {
             return Err(not_compiled());
         }
         if let Some(steps) = &self.plain {
-            let out = plain::eval(steps, input, take.min(limits.max_outputs.saturating_add(1)))
+            let out = plain::eval(steps, input, limits.max_outputs.saturating_add(1))
                 .map_err(|message| EvalError::Runtime { message })?;
             return checked(out, limits);
         }
+        let nvars = self.vars.len();
         if let Some(node) = &self.native
-            && let Some(r) = run_native_parts(
-                node,
-                native::V::O(input.clone()),
-                vars,
-                limits,
-                self.vars.len(),
-                take,
-            )
+            && let Some(r) =
+                run_native_parts(node, native::V::O(input.clone()), vars, limits, nvars)
         {
             return r.map(|out| out.into_iter().map(native::V::into_val).collect());
         }
-        self.run_jaq(input, vars, limits, take)
+        self.eval_interpreted(input, vars, limits)
     }
 
     /// The batch's jaq program, compiled now if it was deferred.
@@ -186,35 +171,27 @@ impl Expr {
         self.program.get().ok_or_else(not_compiled)?.filter()
     }
 
-    fn run_jaq(
-        &self,
-        input: &Val,
-        vars: &[Val],
-        limits: &Limits,
-        take: usize,
-    ) -> Result<Vec<Val>, EvalError> {
-        let filter = self.filter()?;
-        match self.index {
-            None => run_take(filter, input, vars, limits, self.vars.len(), take),
-            Some(i) => {
-                let mut all = Vec::with_capacity(vars.len() + 1);
-                all.push(Val::from(i as isize));
-                all.extend(vars.iter().take(self.vars.len()).cloned());
-                all.resize(self.vars.len() + 1, Val::Null);
-                run_take(filter, input, &all, limits, self.vars.len() + 1, take)
-            }
-        }
-    }
-
     /// Evaluate with jaq only, bypassing the plain-path walk and the native evaluator: the
-    /// reference the differential tests and the fuzz target compare them with.
+    /// reference the differential tests and the fuzz target compare them with. In a batch,
+    /// the expression's index is the program's first variable.
     pub(crate) fn eval_interpreted(
         &self,
         input: &Val,
         vars: &[Val],
         limits: &Limits,
     ) -> Result<Vec<Val>, EvalError> {
-        self.run_jaq(input, vars, limits, usize::MAX)
+        let filter = self.filter()?;
+        let nvars = self.vars.len();
+        match self.index {
+            None => run(filter, input, vars, limits, nvars),
+            Some(i) => {
+                let mut all = Vec::with_capacity(nvars + 1);
+                all.push(Val::from(i as isize));
+                all.extend(vars.iter().take(nvars).cloned());
+                all.resize(nvars + 1, Val::Null);
+                run(filter, input, &all, limits, nvars + 1)
+            }
+        }
     }
 
     /// `eval_json` of a plain path without converting anything: references into the

@@ -152,18 +152,8 @@ fn walk(steps: &[Step], v: &Val, take: usize, out: &mut Vec<Val>) -> Result<(), 
             Some(c) => walk(rest, c, take, out),
             None => walk(rest, &Val::Null, take, out),
         },
-        (Step::Iter(_), Val::Arr(a)) => {
-            for c in a.iter() {
-                walk(rest, c, take, out)?;
-            }
-            Ok(())
-        }
-        (Step::Iter(_), Val::Obj(m)) => {
-            for c in m.values() {
-                walk(rest, c, take, out)?;
-            }
-            Ok(())
-        }
+        (Step::Iter(_), Val::Arr(a)) => a.iter().try_for_each(|c| walk(rest, c, take, out)),
+        (Step::Iter(_), Val::Obj(m)) => m.values().try_for_each(|c| walk(rest, c, take, out)),
         (Step::Key(_, true) | Step::Index(_, true) | Step::Iter(true), _) => Ok(()),
         // jaq's messages, word for word.
         (step, _) => Err(step_error(step, v)),
@@ -262,18 +252,8 @@ fn walk_refs<'a>(
         }
         (Step::Index(_, _), J::Object(_)) => walk_refs(rest, NULL, take, out),
         (Step::Index(n, _), J::Array(a)) => walk_refs(rest, a.get(*n).unwrap_or(NULL), take, out),
-        (Step::Iter(_), J::Array(a)) => {
-            for c in a {
-                walk_refs(rest, c, take, out)?;
-            }
-            Ok(())
-        }
-        (Step::Iter(_), J::Object(m)) => {
-            for c in m.values() {
-                walk_refs(rest, c, take, out)?;
-            }
-            Ok(())
-        }
+        (Step::Iter(_), J::Array(a)) => a.iter().try_for_each(|c| walk_refs(rest, c, take, out)),
+        (Step::Iter(_), J::Object(m)) => m.values().try_for_each(|c| walk_refs(rest, c, take, out)),
         (Step::Key(_, true) | Step::Index(_, true) | Step::Iter(true), _) => Ok(()),
         (step, _) => Err(step_error(step, &crate::to_val(v))),
     }

@@ -22,64 +22,64 @@ pub(crate) fn spent(which: Exhausted) -> EvalError {
     EvalError::Budget { which }
 }
 
-/// Evaluate natively; `None` when the evaluator bails out (then jaq evaluates). Parts of the
-/// input JSON in the outputs stay borrowed.
+/// The values of the `nvars` declared variables: those given, the rest null.
+fn declared(vars: &[Val], nvars: usize) -> Vec<Val> {
+    let mut vals: Vec<Val> = vars.iter().take(nvars).cloned().collect();
+    vals.resize(nvars, Val::Null);
+    vals
+}
+
+/// The message of a caught panic.
+fn panic_message(panic: Box<dyn std::any::Any + Send>) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a builtin panicked".into())
+}
+
+/// Evaluate natively; `None` when the evaluator bails out (then jaq evaluates, and reports a
+/// panic with its own message). Parts of the input JSON in the outputs stay borrowed.
 pub(crate) fn run_native_parts<'a>(
     node: &native::Node,
     input: native::V<'a>,
     vars: &[Val],
     limits: &Limits,
     nvars: usize,
-    take: usize,
-) -> Option<Result<Vec<native::V<'a>>, EvalError>> {
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        run_native_unguarded(node, input, vars, limits, nvars, take)
-    }))
-    .unwrap_or(None) // jaq reports the panic with its own message
-}
-
-fn run_native_unguarded<'a>(
-    node: &native::Node,
-    input: native::V<'a>,
-    vars: &[Val],
-    limits: &Limits,
-    nvars: usize,
-    take: usize,
 ) -> Option<Result<Vec<native::V<'a>>, EvalError>> {
     use std::ops::ControlFlow::{Break, Continue};
-    let mut vals: Vec<Val> = vars.iter().take(nvars).cloned().collect();
-    vals.resize(nvars, Val::Null);
+    let vals = declared(vars, nvars);
     let budget = budget(limits);
     let run = native::Run::new(&vals, &budget);
     let mut out = Vec::new();
     let mut failed = None;
-    let _ = run.run(node, &input, None, &mut |r| {
-        if let Some(which) = budget.exhausted() {
-            failed = Some(spent(which));
-            return Break(());
-        }
-        match r {
-            Ok(v) => {
-                if let Err(why) = run.keep(&v) {
-                    failed = Some(spent(why));
-                } else if out.len() >= limits.max_outputs {
-                    failed = Some(spent(Exhausted::Outputs(limits.max_outputs)));
-                } else {
-                    out.push(v);
-                    if out.len() < take {
+    let guarded = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        run.run(node, &input, None, &mut |r| {
+            if let Some(which) = budget.exhausted() {
+                failed = Some(spent(which));
+                return Break(());
+            }
+            match r {
+                Ok(v) => {
+                    if let Err(why) = run.keep(&v) {
+                        failed = Some(spent(why));
+                    } else if out.len() >= limits.max_outputs {
+                        failed = Some(spent(Exhausted::Outputs(limits.max_outputs)));
+                    } else {
+                        out.push(v);
                         return Continue(());
                     }
                 }
+                Err(e) => {
+                    failed = Some(EvalError::Runtime {
+                        message: e.to_string(),
+                    })
+                }
             }
-            Err(e) => {
-                failed = Some(EvalError::Runtime {
-                    message: e.to_string(),
-                })
-            }
-        }
-        Break(())
-    });
-    if run.bail.get() {
+            Break(())
+        })
+    }));
+    if guarded.is_err() || run.bail.get() {
         return None;
     }
     if let Some(e) = failed {
@@ -112,6 +112,8 @@ pub(crate) fn checked(out: Vec<Val>, limits: &Limits) -> Result<Vec<Val>, EvalEr
     Ok(out)
 }
 
+/// Evaluate with jaq under a fresh budget. A jaq builtin that panics (`"x" * 1e18` overflows
+/// a capacity) fails this evaluation, not the process.
 pub(crate) fn run(
     filter: &Filter,
     input: &Val,
@@ -119,78 +121,46 @@ pub(crate) fn run(
     limits: &Limits,
     nvars: usize,
 ) -> Result<Vec<Val>, EvalError> {
-    run_take(filter, input, vars, limits, nvars, usize::MAX)
-}
-
-pub(crate) fn run_take(
-    filter: &Filter,
-    input: &Val,
-    vars: &[Val],
-    limits: &Limits,
-    nvars: usize,
-    take: usize,
-) -> Result<Vec<Val>, EvalError> {
-    // A jaq builtin that panics (`"x" * 1e18` overflows a capacity) fails this evaluation,
-    // not the process.
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        run_unguarded(filter, input, vars, limits, nvars, take)
-    }))
-    .unwrap_or_else(|panic| {
-        let what = panic
-            .downcast_ref::<&str>()
-            .map(|s| s.to_string())
-            .or_else(|| panic.downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "a builtin panicked".into());
-        Err(EvalError::Runtime {
-            message: format!("evaluation failed: {what}"),
-        })
-    })
-}
-
-fn run_unguarded(
-    filter: &Filter,
-    input: &Val,
-    vars: &[Val],
-    limits: &Limits,
-    nvars: usize,
-    take: usize,
-) -> Result<Vec<Val>, EvalError> {
-    let mut vals: Vec<Val> = vars.iter().take(nvars).cloned().collect();
-    vals.resize(nvars, Val::Null);
     let budget = budget(limits);
     let data = RunData {
         lut: &filter.lut,
         budget: &budget,
     };
-    let ctx = Ctx::<Sandbox>::new(data, Vars::new(vals));
+    let ctx = Ctx::<Sandbox>::new(data, Vars::new(declared(vars, nvars)));
     let mut out = Vec::new();
-    for r in filter.id.run((ctx, input.clone())) {
-        if let Some(which) = budget.exhausted() {
-            return Err(spent(which));
-        }
-        match r {
-            Ok(v) => {
-                budget.keep(&v).map_err(spent)?;
-                if out.len() >= limits.max_outputs {
-                    return Err(spent(Exhausted::Outputs(limits.max_outputs)));
-                }
-                out.push(v);
-                if out.len() >= take {
-                    break;
-                }
+    let guarded = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        for r in filter.id.run((ctx, input.clone())) {
+            if let Some(which) = budget.exhausted() {
+                return Err(spent(which));
             }
-            Err(e) => {
+            match r {
+                Ok(v) => {
+                    budget.keep(&v).map_err(spent)?;
+                    if out.len() >= limits.max_outputs {
+                        return Err(spent(Exhausted::Outputs(limits.max_outputs)));
+                    }
+                    out.push(v);
+                }
                 // Never `unwrap_valr`: it exits the process on `halt`. Inspect the exception.
-                let message = match e.get_err() {
-                    Ok(err) => err.to_string(),
-                    Err(_) => "unexpected control flow".to_string(),
-                };
-                return Err(EvalError::Runtime { message });
+                Err(e) => {
+                    let message = match e.get_err() {
+                        Ok(err) => err.to_string(),
+                        Err(_) => "unexpected control flow".to_string(),
+                    };
+                    return Err(EvalError::Runtime { message });
+                }
             }
         }
+        Ok(())
+    }));
+    match guarded {
+        Err(panic) => Err(EvalError::Runtime {
+            message: format!("evaluation failed: {}", panic_message(panic)),
+        }),
+        Ok(Err(e)) => Err(e),
+        Ok(Ok(())) => match budget.exhausted() {
+            Some(which) => Err(spent(which)),
+            None => Ok(out),
+        },
     }
-    if let Some(which) = budget.exhausted() {
-        return Err(spent(which));
-    }
-    Ok(out)
 }

@@ -66,6 +66,13 @@ fn syntax_error_has_a_span() {
     assert!(e.span.start >= 3, "{:?}", e.span);
 }
 
+/// `expr` fails to compile, pointing at `word`, with a message that says `why`.
+fn refused_at(expr: &str, word: &str, why: &str) {
+    let e = Expr::compile(expr).expect_err(expr);
+    assert_eq!(&e.source_text[e.span.clone()], word, "{expr}");
+    assert!(e.message.contains(why), "{expr}: {}", e.message);
+}
+
 #[test]
 fn forbidden_builtins_are_refused_with_their_span() {
     for (expr, word) in [
@@ -81,9 +88,7 @@ fn forbidden_builtins_are_refused_with_their_span() {
         ("\"x\" | halt_error", "halt_error"),
         ("\"\\(env)\"", "env"),
     ] {
-        let e = Expr::compile(expr).expect_err(expr);
-        assert_eq!(&e.source_text[e.span.clone()], word, "{expr}");
-        assert!(e.message.contains("not available"), "{expr}: {}", e.message);
+        refused_at(expr, word, "not available");
     }
 }
 
@@ -99,9 +104,7 @@ fn recursive_definitions_are_refused() {
         (". as {(def k: k; k): $v} | $v", "k"),
         (".[1:(def r: r; r)]", "r"),
     ] {
-        let e = Expr::compile(expr).expect_err(expr);
-        assert_eq!(&e.source_text[e.span.clone()], name, "{expr}");
-        assert!(e.message.contains("recursive"), "{}", e.message);
+        refused_at(expr, name, "recursive");
     }
     assert_eq!(
         eval("def twice(f): f | f; .a | twice(. + 1)", json!({"a": 1})).unwrap(),
@@ -242,28 +245,23 @@ fn growing_values_hit_the_size_cap() {
             other => panic!("{expr}: {other:?}"),
         }
     }
-    // A long string built in one operation is refused when it is returned.
-    let r = eval(r#""x" * 5000000"#, json!(null));
-    assert!(
-        matches!(
-            r,
-            Err(EvalError::Budget {
-                which: Exhausted::Size(_)
-            })
-        ),
-        "{r:?}"
-    );
-    // A repetition count past what memory can address is refused before allocating.
-    let r = eval(r#""xy" * 9223372036854775807"#, json!(null));
-    assert!(
-        matches!(
-            r,
-            Err(EvalError::Budget {
-                which: Exhausted::Size(_)
-            })
-        ),
-        "{r:?}"
-    );
+    for text in [
+        // A long string built in one operation is refused when it is returned.
+        r#""x" * 5000000"#,
+        // A repetition count past what memory can address is refused before allocating.
+        r#""xy" * 9223372036854775807"#,
+    ] {
+        let r = eval(text, json!(null));
+        assert!(
+            matches!(
+                r,
+                Err(EvalError::Budget {
+                    which: Exhausted::Size(_)
+                })
+            ),
+            "{text}: {r:?}"
+        );
+    }
 }
 
 /// Single operations that would build gigabytes or terabytes end with a budget error, before
@@ -351,16 +349,6 @@ fn one_operation_cannot_build_without_bound() {
             other => panic!("{expr}: {:?}", other.map(|v| v.len())),
         }
     }
-}
-
-/// The first `take` outputs of an expression as jaq (sandboxed) computes them.
-pub(crate) fn jaq_take(
-    e: &Expr,
-    input: &Val,
-    vars: &[Val],
-    take: usize,
-) -> Result<Vec<Val>, EvalError> {
-    e.run_jaq(input, vars, &Limits::default(), take)
 }
 
 fn plain_jaq(expr: &str, input: serde_json::Value) -> Result<Vec<serde_json::Value>, String> {
@@ -646,14 +634,8 @@ mod plain_paths {
     use proptest::prelude::*;
 
     fn step() -> impl Strategy<Value = String> {
-        let base = prop_oneof![
-            Just(".a".to_string()),
-            Just(".b".to_string()),
-            Just("[\"a.b\"]".to_string()),
-            Just("[0]".to_string()),
-            Just("[2]".to_string()),
-            Just("[]".to_string()),
-        ];
+        let base = proptest::sample::select(vec![".a", ".b", "[\"a.b\"]", "[0]", "[2]", "[]"])
+            .prop_map(str::to_string);
         (base, any::<bool>()).prop_map(|(s, opt)| if opt { format!("{s}?") } else { s })
     }
 

@@ -573,12 +573,8 @@ impl Cluster {
         if dry_run {
             url.push_str("?dryRun=All");
         }
-        let body = serde_json::to_vec(obj).map_err(|e| Error::Config(e.to_string()))?;
-        let req = http::Request::put(url)
-            .header("content-type", "application/json")
-            .body(body)
-            .map_err(|e| Error::Config(e.to_string()))?;
-        self.send(req, &format!("update {} {name}", k.kind))
+        let req = http::Request::put(url).header("content-type", "application/json");
+        self.send_object(req, obj, &format!("update {} {name}", k.kind))
     }
 
     /// Server-side apply an object (PATCH `application/apply-patch+yaml`, forced: the
@@ -608,12 +604,15 @@ impl Cluster {
         if dry_run {
             url.push_str("&dryRun=All");
         }
+        let req = http::Request::patch(url).header("content-type", "application/apply-patch+yaml");
+        self.send_object(req, obj, &format!("apply {} {name}", k.kind))
+    }
+
+    /// Send a request whose body is `obj` as JSON (which is also YAML, for apply patches).
+    fn send_object(&self, req: http::request::Builder, obj: &Value, what: &str) -> Result<Value> {
         let body = serde_json::to_vec(obj).map_err(|e| Error::Config(e.to_string()))?;
-        let req = http::Request::patch(url)
-            .header("content-type", "application/apply-patch+yaml")
-            .body(body)
-            .map_err(|e| Error::Config(e.to_string()))?;
-        self.send(req, &format!("apply {} {name}", k.kind))
+        let req = req.body(body).map_err(|e| Error::Config(e.to_string()))?;
+        self.send(req, what)
     }
 
     /// Delete an object; `Ok(false)` when it did not exist.

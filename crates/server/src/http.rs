@@ -42,12 +42,7 @@ pub async fn serve(
     opts: Arc<Options>,
     mut stop: watch::Receiver<bool>,
 ) {
-    loop {
-        let accepted = tokio::select! {
-            a = listener.accept() => a,
-            _ = stop.changed() => return,
-        };
-        let Ok((tcp, _)) = accepted else { continue };
+    while let Some(tcp) = next_connection(&listener, &mut stop).await {
         let (map, opts) = (map.clone(), opts.clone());
         tokio::spawn(async move {
             let svc = hyper::service::service_fn(move |req: Request<hyper::body::Incoming>| {
@@ -58,6 +53,20 @@ pub async fn serve(
                 .serve_connection(TokioIo::new(tcp), svc)
                 .await;
         });
+    }
+}
+
+/// The next connection `listener` accepts (a failed accept is skipped), or `None` once `stop`
+/// changes.
+pub async fn next_connection(
+    listener: &TcpListener,
+    stop: &mut watch::Receiver<bool>,
+) -> Option<tokio::net::TcpStream> {
+    loop {
+        tokio::select! {
+            a = listener.accept() => if let Ok((tcp, _)) = a { return Some(tcp) },
+            _ = stop.changed() => return None,
+        }
     }
 }
 
@@ -98,9 +107,13 @@ fn route(map: &Arc<dyn Map>, path: &str, q: &str) -> Response<Body> {
             whole(StatusCode::OK, metrics::CONTENT_TYPE, s)
         }
         "/api/workloads" => {
-            let version = *map.changes().borrow();
+            // Asked first, not inside `read`: a second read lock taken while a writer waits
+            // would deadlock (std's RwLock prefers writers). Synced only ever turns true.
+            let synced = map.synced();
             let mut v = serde_json::Value::Null;
-            map.read(&mut |inv| v = api::rows(inv, version, map.synced()));
+            // The version is read under the inventory's lock, where every writer bumps it, so
+            // the rows and their version always agree.
+            map.read(&mut |inv| v = api::rows(inv, *map.changes().borrow(), synced));
             json(StatusCode::OK, &v)
         }
         "/api/workload" => {

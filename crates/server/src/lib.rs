@@ -27,5 +27,5 @@ pub mod metrics;
 mod page;
 mod query;
 
-pub use http::{Body, Options, respond, serve};
+pub use http::{Body, Options, next_connection, respond, serve};
 pub use live::{Live, Map};

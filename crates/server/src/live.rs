@@ -57,10 +57,10 @@ impl Live {
 
     /// Change the inventory and tell every subscriber.
     pub fn update<R>(&self, f: impl FnOnce(&mut Feed) -> R) -> R {
-        let r = {
-            let mut feed = self.feed.write().unwrap_or_else(|e| e.into_inner());
-            f(&mut feed)
-        };
+        let mut feed = self.feed.write().unwrap_or_else(|e| e.into_inner());
+        let r = f(&mut feed);
+        // Bumped under the write lock: a reader that takes the version under the read lock
+        // never pairs new contents with the old version.
         self.version.send_modify(|v| *v += 1);
         r
     }

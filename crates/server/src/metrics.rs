@@ -48,7 +48,7 @@ pub fn render(inv: &Inventory, out: &mut String) {
     for family in FAMILIES {
         family.header(out);
         for f in &facts {
-            (family.samples)(f, out);
+            (family.samples)(f, family.name, out);
         }
     }
     render_totals(&facts, out);
@@ -108,7 +108,8 @@ fn pods(w: &Workload) -> impl Iterator<Item = (Option<&Node>, &PodInfo)> {
 struct Family {
     name: &'static str,
     help: &'static str,
-    samples: fn(&Facts, &mut String),
+    /// The family's samples of one workload, given the family's name.
+    samples: fn(&Facts, &str, &mut String),
 }
 
 impl Family {
@@ -122,7 +123,7 @@ const FAMILIES: &[Family] = &[
     Family {
         name: "wlmap_workload_info",
         help: "Information about a top-level workload: its version, uid and the definition that reads it.",
-        samples: |f, out| {
+        samples: |f, name, out| {
             let d = &f.entry.definition;
             let extra = label_set(&[
                 ("version", &f.entry.object.gvk().version),
@@ -130,120 +131,82 @@ const FAMILIES: &[Family] = &[
                 ("definition", &d.name()),
                 ("origin", &d.origin().to_string()),
             ]);
-            sample(out, "wlmap_workload_info", &f.labels, Some(&extra), 1.0);
+            sample(out, name, &f.labels, Some(&extra), 1.0);
         },
     },
     Family {
         name: "wlmap_workload_created",
         help: "Unix creation timestamp of a top-level workload.",
-        samples: |f, out| {
+        samples: |f, name, out| {
             if let Some(t) = f
                 .entry
                 .object
                 .creation_timestamp()
                 .and_then(wlmap_engine::unix_seconds)
             {
-                sample(out, "wlmap_workload_created", &f.labels, None, t as f64);
+                sample(out, name, &f.labels, None, t as f64);
             }
         },
     },
     Family {
         name: "wlmap_workload_status_phase",
         help: "The workload's primary status as its definition reads it (1 for the current phase).",
-        samples: |f, out| {
+        samples: |f, name, out| {
             let current = f.workload().map_or(Phase::Undefined, |w| w.status.phase);
             for phase in Phase::PRECEDENCE {
                 let extra = label_set(&[("phase", &format!("{phase:?}"))]);
                 let v = if phase == current { 1.0 } else { 0.0 };
-                sample(
-                    out,
-                    "wlmap_workload_status_phase",
-                    &f.labels,
-                    Some(&extra),
-                    v,
-                );
+                sample(out, name, &f.labels, Some(&extra), v);
             }
         },
     },
     Family {
         name: "wlmap_workload_evaluation_error",
         help: "1 when the workload's definition could not evaluate it (its status then reads Undefined).",
-        samples: |f, out| {
+        samples: |f, name, out| {
             let v = if f.entry.result.is_err() { 1.0 } else { 0.0 };
-            sample(out, "wlmap_workload_evaluation_error", &f.labels, None, v);
+            sample(out, name, &f.labels, None, v);
         },
     },
     Family {
         name: "wlmap_workload_status_rule_failures",
         help: "Status rules of the workload's definition that could not be evaluated on it (its status may be wrong).",
-        samples: |f, out| {
+        samples: |f, name, out| {
             let n = f.workload().map_or(0, |w| w.status.failures.len());
-            sample(
-                out,
-                "wlmap_workload_status_rule_failures",
-                &f.labels,
-                None,
-                n as f64,
-            );
+            sample(out, name, &f.labels, None, n as f64);
         },
     },
     Family {
         name: "wlmap_workload_gpus_requested",
         help: "GPUs the workload's spec asks for, over every component and replica.",
-        samples: |f, out| {
-            sample(
-                out,
-                "wlmap_workload_gpus_requested",
-                &f.labels,
-                None,
-                f.gpus_requested,
-            )
-        },
+        samples: |f, name, out| sample(out, name, &f.labels, None, f.gpus_requested),
     },
     Family {
         name: "wlmap_workload_gpus_held",
         help: "GPUs requested by the workload's pods in phase Running.",
-        samples: |f, out| {
-            sample(
-                out,
-                "wlmap_workload_gpus_held",
-                &f.labels,
-                None,
-                f.gpus_held,
-            )
-        },
+        samples: |f, name, out| sample(out, name, &f.labels, None, f.gpus_held),
     },
     Family {
         name: "wlmap_workload_pods_desired",
         help: "Pods the workload's spec asks for.",
-        samples: |f, out| {
-            f.gauge(out, "wlmap_workload_pods_desired", |w| {
-                Some(w.root.desired_pods)
-            })
-        },
+        samples: |f, name, out| f.gauge(out, name, |w| Some(w.root.desired_pods)),
     },
     Family {
         name: "wlmap_workload_pods_observed",
         help: "Pods of the workload that exist.",
-        samples: |f, out| {
-            f.gauge(out, "wlmap_workload_pods_observed", |w| {
-                w.pods_observed().then(|| w.observed_pods())
-            })
+        samples: |f, name, out| {
+            f.gauge(out, name, |w| w.pods_observed().then(|| w.observed_pods()))
         },
     },
     Family {
         name: "wlmap_workload_pods_ready",
         help: "Pods of the workload that are ready.",
-        samples: |f, out| {
-            f.gauge(out, "wlmap_workload_pods_ready", |w| {
-                w.pods_observed().then(|| w.ready_pods())
-            })
-        },
+        samples: |f, name, out| f.gauge(out, name, |w| w.pods_observed().then(|| w.ready_pods())),
     },
     Family {
         name: "wlmap_pod_workload_info",
         help: "The top-level workload and component a pod belongs to (join on namespace and pod).",
-        samples: |f, out| {
+        samples: |f, name, out| {
             let Some(w) = f.workload() else { return };
             let k = &f.entry.key;
             for (node, p) in pods(w) {
@@ -260,7 +223,7 @@ const FAMILIES: &[Family] = &[
                         node.and_then(|n| n.instance.as_deref()).unwrap_or(""),
                     ),
                 ]);
-                sample(out, "wlmap_pod_workload_info", &labels, None, 1.0);
+                sample(out, name, &labels, None, 1.0);
             }
         },
     },
@@ -308,7 +271,7 @@ fn render_totals(facts: &[Facts], out: &mut String) {
         Family {
             name,
             help,
-            samples: |_, _| {},
+            samples: |_, _, _| {},
         }
         .header(out);
         for ((ns, group, kind), t) in &totals {
