@@ -398,7 +398,11 @@ impl Compiler {
         list.iter()
             .enumerate()
             .map(|(i, mm)| {
-                let field = format!("statusMappings.{status}[{i}].byExpression.expression");
+                // Named only where there is an expression to name (most matchers have none).
+                let field = match &mm.by_expression {
+                    Some(_) => format!("statusMappings.{status}[{i}].byExpression.expression"),
+                    None => String::new(),
+                };
                 let expression =
                     self.expr(n, &field, mm.by_expression.as_ref().map(|e| &e.expression));
                 Matcher {

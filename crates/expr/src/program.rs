@@ -221,13 +221,16 @@ pub(crate) fn analyse(
     let Some(term) = check_sandbox(text)? else {
         return Ok((None, None)); // a syntax error: compiling reports it with its span
     };
-    let mut names = Names::default();
-    names.term(&term);
-    let reserved = names
-        .calls
-        .iter()
-        .chain(&names.vars)
-        .any(|n| n.trim_start_matches('$').starts_with(RESERVED_PREFIX));
+    // A reserved name needs the prefix in the text: most expressions skip the walk.
+    let reserved = text.contains(RESERVED_PREFIX) && {
+        let mut names = Names::default();
+        names.term(&term);
+        names
+            .calls
+            .iter()
+            .chain(&names.vars)
+            .any(|n| n.trim_start_matches('$').starts_with(RESERVED_PREFIX))
+    };
     // A reserved name is refused by compiling, with its span.
     let native = if reserved {
         None

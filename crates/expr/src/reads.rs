@@ -235,6 +235,7 @@ fn path_reads(base: &Term<&str>, path: &Path<Term<&str>>, at_input: bool, out: &
 }
 
 /// A constant string term (`"spec"`, as `.spec` parses), without interpolation.
+#[inline]
 pub(crate) fn constant(t: &Term<&str>) -> Option<String> {
     let Term::Str(None, parts) = t else {
         return None;

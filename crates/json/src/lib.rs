@@ -45,6 +45,9 @@ fn key_eq(a: &[u8], b: &[u8]) -> bool {
 }
 
 impl Field for Value {
+    // Inlinable in every crate that reads objects: the lookup is a loop of a few compares,
+    // and a call per field read costs as much as the lookup on small maps.
+    #[inline]
     fn field(&self, key: &str) -> Option<&Value> {
         match self {
             Value::Object(m) if m.len() <= 32 => {
