@@ -43,7 +43,7 @@ pub enum Error {
     Decode {
         /// File name.
         file: String,
-        /// Why.
+        /// The decoding error, with its place in the file.
         #[source]
         source: wlmap_schema::Error,
     },
@@ -52,7 +52,7 @@ pub enum Error {
     Compile {
         /// File name.
         file: String,
-        /// Why.
+        /// The compile error: the first finding that refused the definition.
         #[source]
         source: wlmap_engine::Error,
     },

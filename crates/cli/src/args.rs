@@ -82,7 +82,7 @@ pub enum Output {
     Yaml,
 }
 
-/// Commands.
+/// The subcommands, kubectl-style: reading workloads, acting on them, and authoring definitions.
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// List workloads with status, pods and GPUs.
@@ -147,7 +147,7 @@ pub enum Command {
         after_help = "Examples:\n  wlmap completion bash > /etc/bash_completion.d/wlmap\n  wlmap completion zsh > \"${fpath[1]}/_wlmap\""
     )]
     Completion {
-        /// Shell.
+        /// The shell to write the completion script for.
         shell: clap_complete::Shell,
     },
 }

@@ -69,7 +69,7 @@ pub fn no_definition(msg: impl std::fmt::Display) -> Failure {
     Failure::new(Code::NoDefinition, anyhow::anyhow!("{msg}"))
 }
 
-/// Usage.
+/// A usage error (exit code 2): the command line cannot be run as given.
 pub fn usage(msg: impl std::fmt::Display) -> Failure {
     Failure::new(Code::Usage, anyhow::anyhow!("{msg}"))
 }

@@ -68,7 +68,8 @@ impl ObjectSet {
 pub struct Selector(Vec<(String, Option<String>, bool)>);
 
 impl Selector {
-    /// Parse.
+    /// Parse a selector as `kubectl -l` takes it; set-based forms (`k in (a,b)`) are a usage
+    /// error.
     pub fn parse(s: &str) -> Result<Selector> {
         let mut out = Vec::new();
         for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {

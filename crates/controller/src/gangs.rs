@@ -74,7 +74,7 @@ pub enum Action {
     Apply(Value),
     /// Delete the object of this name and uid (one wlmap wrote for this workload).
     Delete {
-        /// Name.
+        /// The object's name.
         name: String,
         /// uid: the delete's precondition, so a newer object of the same name is kept.
         uid: String,
@@ -82,7 +82,7 @@ pub enum Action {
     /// An object of the wanted name exists and is not wlmap's: leave it (a native
     /// integration, or another tool, takes precedence).
     Conflict {
-        /// Name.
+        /// The name wlmap would give its object, held by someone else's.
         name: String,
     },
 }

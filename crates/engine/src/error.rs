@@ -46,7 +46,7 @@ pub enum Error {
     Evaluation {
         /// Which expression.
         at: Box<ExprField>,
-        /// Why.
+        /// The evaluation error (a runtime error of jq, or a spent limit).
         #[source]
         source: wlmap_expr::EvalError,
     },
@@ -66,7 +66,7 @@ pub enum Error {
     Update {
         /// Component name.
         component: String,
-        /// Why.
+        /// What is missing or refused (the field has no path; the definition refuses it).
         message: String,
     },
 }

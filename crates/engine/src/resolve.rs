@@ -258,13 +258,13 @@ pub struct Workload {
     pub definition: String,
     /// The workload's apiVersion.
     pub api_version: String,
-    /// Kind.
+    /// The workload object's kind (`JobSet`).
     pub kind: String,
-    /// Name.
+    /// The workload object's name.
     pub name: String,
-    /// Namespace.
+    /// The workload object's namespace (empty for a cluster-scoped kind).
     pub namespace: String,
-    /// Status.
+    /// The status the definition reads from the object.
     pub status: Status,
     /// The component tree; the root is the workload itself.
     pub root: Node,

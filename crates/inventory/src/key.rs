@@ -23,7 +23,7 @@ pub struct ObjectKey {
     /// Group and kind.
     #[serde(flatten)]
     pub kind: GroupKind,
-    /// Name.
+    /// The object's name.
     pub name: String,
 }
 

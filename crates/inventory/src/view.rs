@@ -10,7 +10,7 @@ use wlmap_engine::{Definition, GpuPolicy, Node, Phase, Workload};
 /// `definition` block.
 #[derive(Serialize)]
 pub struct DefinitionRef {
-    /// Name.
+    /// The definition's name (its Karta's `metadata.name`, or the catalog slug).
     pub name: String,
     /// `catalog`, `cluster` or `file`.
     pub origin: String,
@@ -19,7 +19,7 @@ pub struct DefinitionRef {
 /// `status` block.
 #[derive(Serialize)]
 pub struct StatusView {
-    /// Primary status.
+    /// The primary status: the first of `phases` in precedence order.
     pub phase: Phase,
     /// Every matched status.
     pub phases: Vec<Phase>,
@@ -63,25 +63,25 @@ pub struct ResourcesView {
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct GetItem {
-    /// apiVersion.
+    /// The workload object's `apiVersion` (`jobset.x-k8s.io/v1alpha2`).
     pub api_version: String,
-    /// Kind.
+    /// The workload object's kind (`JobSet`).
     pub kind: String,
-    /// Name.
+    /// The workload object's name.
     pub name: String,
-    /// Namespace.
+    /// The workload object's namespace (empty for a cluster-scoped kind).
     pub namespace: String,
-    /// Status.
+    /// The status its definition reads from the object.
     pub status: StatusView,
-    /// Resources (gpus).
+    /// GPUs its spec asks for, over every component and replica.
     pub resources: GpuOnly,
-    /// Pods.
+    /// Pods desired, observed and ready.
     pub pods: PodsView,
-    /// Definition.
+    /// The definition that read it, and where that came from.
     pub definition: DefinitionRef,
     /// Components (names), root first.
     pub components: Vec<String>,
-    /// Creation time.
+    /// `metadata.creationTimestamp`, as the object has it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub created: Option<String>,
     /// An evaluation error, when the workload could not be resolved.
@@ -95,29 +95,29 @@ pub struct GetItem {
 /// `{gpus}`.
 #[derive(Serialize)]
 pub struct GpuOnly {
-    /// GPUs.
+    /// GPUs requested (the default GPU resource names summed).
     pub gpus: f64,
 }
 
 /// A pod in `describe`.
 #[derive(Serialize)]
 pub struct PodView {
-    /// Name.
+    /// The pod's name.
     pub name: String,
-    /// Phase.
+    /// `status.phase` (`Pending`, `Running`, ...).
     pub phase: String,
-    /// Ready.
+    /// True when the pod's `Ready` condition is `True`.
     pub ready: bool,
-    /// Node.
+    /// The node it is bound to (`spec.nodeName`), if any.
     pub node: Option<String>,
-    /// GPUs requested.
+    /// GPUs its containers request.
     pub gpus: f64,
 }
 
 /// `replicas` of a node.
 #[derive(Serialize)]
 pub struct ReplicasView {
-    /// Desired.
+    /// Replicas the spec asks for.
     pub desired: u64,
     /// Ready pods (null when pods are unknown).
     pub ready: Option<u64>,
@@ -127,26 +127,26 @@ pub struct ReplicasView {
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct NodeView {
-    /// Component name.
+    /// The component's name in the definition (`worker`).
     pub name: String,
     /// Component kind (`group/version/Kind`).
     pub kind: Option<String>,
-    /// Instance id.
+    /// The instance id, for a component with many instances (a replicated job's name).
     pub instance: Option<String>,
-    /// Replica key.
+    /// The replica key, for a component whose replicas are told apart (a job index).
     pub replica: Option<String>,
-    /// Replicas.
+    /// Replicas desired and ready.
     pub replicas: ReplicasView,
     /// Desired pods of the subtree.
     pub desired_pods: u64,
-    /// Resources.
+    /// GPUs this node's subtree asks for.
     pub resources: GpuOnly,
     /// DRA resource claims of the pod template (names), when any.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub resource_claims: Vec<String>,
     /// Pods placed here.
     pub pods: Vec<PodView>,
-    /// Children.
+    /// The nodes of child components, under this instance.
     pub components: Vec<NodeView>,
     /// Why the component could not be read from the object (a partial answer).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -157,21 +157,21 @@ pub struct NodeView {
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct DescribeView {
-    /// apiVersion.
+    /// The workload object's `apiVersion`.
     pub api_version: String,
-    /// Kind.
+    /// The workload object's kind.
     pub kind: String,
-    /// Name.
+    /// The workload object's name.
     pub name: String,
-    /// Namespace.
+    /// The workload object's namespace (empty for a cluster-scoped kind).
     pub namespace: String,
-    /// Definition.
+    /// The definition that read it, and where that came from.
     pub definition: DefinitionRef,
-    /// Status.
+    /// The status its definition reads from the object.
     pub status: StatusView,
-    /// Resources.
+    /// What its spec asks for: GPUs, CPU, memory, other resources.
     pub resources: ResourcesView,
-    /// Pods.
+    /// Pods desired, observed and ready.
     pub pods: PodsView,
     /// The tree, root first.
     pub components: Vec<NodeView>,

@@ -51,7 +51,7 @@ pub enum Error {
     Unreachable {
         /// Server URL.
         server: String,
-        /// Why.
+        /// The connection error (refused, no route, TLS), as the client reported it.
         message: String,
     },
     /// RBAC refused the request.
