@@ -351,6 +351,15 @@ pub(crate) struct Run<'r> {
 }
 
 /// The first error of a row of results, else their values.
+/// An array of two or more elements: a key jaq refuses (`.[[a, b]]`).
+fn is_array_key(v: &V) -> bool {
+    match v {
+        V::O(Val::Arr(a)) => a.len() > 1,
+        V::J(serde_json::Value::Array(a)) => a.len() > 1,
+        _ => false,
+    }
+}
+
 fn first_err<'v, 'a>(xs: impl Iterator<Item = &'v R<'a>>) -> Result<Vec<&'v V<'a>>, jaq_json::Error>
 where
     'a: 'v,
@@ -821,6 +830,15 @@ impl<'r> Run<'r> {
             }
             return GO;
         }
+        // jaq refuses an array key of two or more elements when it evaluates that index
+        // (`costed::key`), so before the error of an index to its right: leave it to jaq.
+        for x in chosen.iter() {
+            match x {
+                Err(_) => break,
+                Ok(v) if is_array_key(v) => return self.bail(),
+                Ok(_) => {}
+            }
+        }
         match first_err(chosen.iter().copied()) {
             Ok(vals) => self.walk(parts, &vals, y, k),
             Err(e) => k(Err(e)),
@@ -916,8 +934,7 @@ impl<'r> Run<'r> {
         use serde_json::Value as J;
         match (y, idx) {
             // An array key of two or more elements is refused in jaq (`costed::key`).
-            (_, V::O(Val::Arr(a))) if a.len() > 1 => self.bail(),
-            (_, V::J(J::Array(a))) if a.len() > 1 => self.bail(),
+            (_, i) if is_array_key(i) => self.bail(),
             (V::J(J::Null) | V::O(Val::Null), _) => self.walk(rest, vals, &V::J(&NULL), k),
             // jaq: an object has no value at a key that is not a string.
             (V::J(o @ J::Object(_)), i) => {

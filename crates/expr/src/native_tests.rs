@@ -411,3 +411,33 @@ fn deep_terms_are_left_to_jaq() {
     let e = Expr::compile(&format!("8{}0", "-".repeat(20))).unwrap();
     assert_eq!(e.evaluator(), crate::Evaluator::Native);
 }
+
+/// Found by the `expression` fuzz target (`testdata/array-key-before-an-index-error.fuzz`):
+/// jaq refuses an array key of two or more elements (`.[[1,2]]`) when it evaluates that
+/// index, so before the error of an index to its right (`.indices` on an array); the native
+/// evaluator reported that later error. It now leaves such a path to jaq, as it already did
+/// when walking one.
+#[test]
+fn fuzz_found_an_array_key_refused_before_a_later_index_error() {
+    let input = include_str!("../testdata/array-key-before-an-index-error.fuzz");
+    let (fuzzed, json) = input.split_once('\n').unwrap_or((input, "null"));
+    let v = serde_json::from_str(json.trim()).unwrap_or(serde_json::Value::Null);
+    for text in [
+        fuzzed,
+        ".[[1,2]][.a]",
+        ".[[1]][[1,2]][[.a]]",
+        ".[0][[1,2]][.a]",
+    ] {
+        let e = Expr::compile_with_vars(text, &["v"]).unwrap();
+        let (ours, jaq) = answers(&e, &to_val(&v), &[Val::Null]);
+        assert_eq!(ours, jaq, "`{text}` on {v}");
+        let message = match ours {
+            Err(EvalError::Runtime { message }) => message,
+            other => panic!("`{text}`: {other:?}"),
+        };
+        assert!(
+            message.contains("an array as an index"),
+            "`{text}`: {message}"
+        );
+    }
+}
