@@ -10,6 +10,16 @@ use wlmap_engine::{Object, ObjectsProvider, attribute, gangs, resolve_with};
 mod common;
 use common::{fixtures_dir, load_yaml, name, objects, sorted_dirs};
 
+/// The text at `key` of an expected-values object ("" when absent).
+fn text_at<'v>(v: &'v Value, key: &str) -> &'v str {
+    v.get(key).and_then(Value::as_str).unwrap_or("")
+}
+
+/// [`num`] of the value at `key` (null when absent).
+fn num_at(v: &Value, key: &str) -> f64 {
+    num(v.get(key).unwrap_or(&Value::Null))
+}
+
 fn num(v: &Value) -> f64 {
     v.as_f64().unwrap_or(f64::NAN)
 }
@@ -110,9 +120,9 @@ fn check_case(reg: &wlmap_engine::Registry, dir: &Path, slug: &str) -> Vec<Strin
             .map(|c| {
                 format!(
                     "{} replicas={} desiredPods={}",
-                    c.get("path").and_then(Value::as_str).unwrap_or(""),
-                    num(c.get("replicas").unwrap_or(&Value::Null)),
-                    num(c.get("desiredPods").unwrap_or(&Value::Null))
+                    text_at(c, "path"),
+                    num_at(c, "replicas"),
+                    num_at(c, "desiredPods")
                 )
             })
             .collect();
@@ -162,8 +172,8 @@ fn check_case(reg: &wlmap_engine::Registry, dir: &Path, slug: &str) -> Vec<Strin
                     .map(|g| {
                         format!(
                             "{} minMember={}",
-                            g.get("name").and_then(Value::as_str).unwrap_or(""),
-                            num(g.get("minMember").unwrap_or(&Value::Null))
+                            text_at(g, "name"),
+                            num_at(g, "minMember")
                         )
                     })
                     .collect();

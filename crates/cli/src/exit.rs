@@ -54,17 +54,18 @@ impl<E: Into<anyhow::Error>> From<E> for Failure {
     }
 }
 
-/// Shorthand constructors.
+/// An invalid answer (exit code 5): a workload or definition could not be read in full, and
+/// what could be was printed.
 pub fn invalid(msg: impl std::fmt::Display) -> Failure {
     Failure::new(Code::Invalid, anyhow::anyhow!("{msg}"))
 }
 
-/// Not found.
+/// Nothing found (exit code 3): no workload, object or kind of that name.
 pub fn not_found(msg: impl std::fmt::Display) -> Failure {
     Failure::new(Code::NotFound, anyhow::anyhow!("{msg}"))
 }
 
-/// No definition.
+/// No definition reads the kind asked for (exit code 4).
 pub fn no_definition(msg: impl std::fmt::Display) -> Failure {
     Failure::new(Code::NoDefinition, anyhow::anyhow!("{msg}"))
 }

@@ -144,13 +144,10 @@ pub fn run(ctx: &Context, a: &DescribeArgs) -> Result {
     }
     if !unreadable.is_empty() {
         // A partial answer: everything else was shown; the exit code says it is partial.
-        return Err(crate::exit::Failure::new(
-            crate::exit::Code::Invalid,
-            anyhow::anyhow!(
-                "{} component(s) could not be read (marked UNREADABLE): a partial answer",
-                unreadable.len()
-            ),
-        ));
+        return Err(crate::exit::invalid(format!(
+            "{} component(s) could not be read (marked UNREADABLE): a partial answer",
+            unreadable.len()
+        )));
     }
     failures
 }
@@ -164,13 +161,10 @@ fn rule_failures(definition: &str, failures: &[wlmap_engine::RuleFailure]) -> Re
     if failures.is_empty() {
         return Ok(());
     }
-    Err(crate::exit::Failure::new(
-        crate::exit::Code::Invalid,
-        anyhow::anyhow!(
-            "{} status rule(s) could not be evaluated: the status may be wrong",
-            failures.len()
-        ),
-    ))
+    Err(crate::exit::invalid(format!(
+        "{} status rule(s) could not be evaluated: the status may be wrong",
+        failures.len()
+    )))
 }
 
 /// The tree as text.

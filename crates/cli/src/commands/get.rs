@@ -124,10 +124,9 @@ pub fn run(ctx: &Context, a: &GetArgs) -> Result {
     }
     let failed = items.iter().filter(|it| it.error.is_some()).count();
     if failed > 0 {
-        return Err(crate::exit::Failure::new(
-            crate::exit::Code::Invalid,
-            anyhow::anyhow!("{failed} workload(s) could not be evaluated"),
-        ));
+        return Err(crate::exit::invalid(format!(
+            "{failed} workload(s) could not be evaluated"
+        )));
     }
     let doubtful = warn_rule_failures(&items);
     let partial: Vec<&view::GetItem> = items
@@ -143,19 +142,15 @@ pub fn run(ctx: &Context, a: &GetArgs) -> Result {
         }
     }
     if !partial.is_empty() {
-        return Err(crate::exit::Failure::new(
-            crate::exit::Code::Invalid,
-            anyhow::anyhow!(
-                "{} workload(s) with a component that could not be read",
-                partial.len()
-            ),
-        ));
+        return Err(crate::exit::invalid(format!(
+            "{} workload(s) with a component that could not be read",
+            partial.len()
+        )));
     }
     if doubtful > 0 {
-        return Err(crate::exit::Failure::new(
-            crate::exit::Code::Invalid,
-            anyhow::anyhow!("{doubtful} workload(s) with a status rule that failed (marked `!`)"),
-        ));
+        return Err(crate::exit::invalid(format!(
+            "{doubtful} workload(s) with a status rule that failed (marked `!`)"
+        )));
     }
     Ok(())
 }
