@@ -703,6 +703,20 @@ impl Definition {
 
     /// Evaluate one expression of the definition on an object, with error context (the
     /// expression chooses how: its JSON in place, or its jaq value, converted once per object).
+    /// Parts of the object in the outputs stay borrowed.
+    pub(crate) fn outputs<'o>(
+        &self,
+        e: &Expr,
+        obj: &'o crate::Object,
+        vars: &[wlmap_expr::Val],
+        component: &str,
+        field: &str,
+    ) -> Result<Vec<wlmap_expr::Output<'o>>, Error> {
+        e.evaluate(obj.input(), vars, &self.limits)
+            .map_err(|source| self.located(e, component, field, source))
+    }
+
+    /// [`Definition::outputs`] as jaq values.
     pub(crate) fn eval_obj(
         &self,
         e: &Expr,
@@ -711,9 +725,7 @@ impl Definition {
         component: &str,
         field: &str,
     ) -> Result<Vec<wlmap_expr::Val>, Error> {
-        let out = e
-            .evaluate(obj.input(), vars, &self.limits)
-            .map_err(|source| self.located(e, component, field, source))?;
+        let out = self.outputs(e, obj, vars, component, field)?;
         Ok(out.into_iter().map(wlmap_expr::Output::into_val).collect())
     }
 

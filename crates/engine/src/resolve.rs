@@ -587,9 +587,8 @@ fn per_instance<T: Kept>(
     let Some(e) = e else {
         return Ok(vec![None; at.n]);
     };
-    let out: Vec<T> = e
-        .evaluate(root.input(), vars, &def.limits)
-        .map_err(|source| def.located(e, at.comp, field, source))?
+    let out: Vec<T> = def
+        .outputs(e, root, vars, at.comp, field)?
         .into_iter()
         .map(T::keep)
         .collect();

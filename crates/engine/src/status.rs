@@ -225,9 +225,8 @@ pub(crate) fn evaluate(
     };
     let comp = def.components[0].def.name.as_str();
     let raw_phase = match &rules.phase {
-        Some(e) => e
-            .evaluate(root.input(), vars, &def.limits)
-            .map_err(|source| def.located(e, comp, "phaseDefinition.path", source))?
+        Some(e) => def
+            .outputs(e, root, vars, comp, "phaseDefinition.path")?
             .iter()
             .find(|o| !o.is_null())
             .map(|o| o.to_text().into_owned()),
@@ -236,10 +235,7 @@ pub(crate) fn evaluate(
     // Conditions that are parts of the object are read in place, not copied.
     let mut conditions: Vec<Cow<serde_json::Value>> = Vec::new();
     if let Some(e) = &rules.conditions {
-        let out = e
-            .evaluate(root.input(), vars, &def.limits)
-            .map_err(|source| def.located(e, comp, "conditionsDefinition.path", source))?;
-        for o in &out {
+        for o in &def.outputs(e, root, vars, comp, "conditionsDefinition.path")? {
             add_condition(&mut conditions, o.to_json());
         }
     }
@@ -390,10 +386,7 @@ fn eval_matcher<'c>(
         ok &= hit;
     }
     if let (Some(bx), Some(e)) = (&m.def.by_expression, &m.expression) {
-        let evaluated = e
-            .evaluate(root.input(), vars, &def.limits)
-            .map_err(|source| def.located(e, &def.components[0].def.name, &m.field, source));
-        match evaluated {
+        match def.outputs(e, root, vars, &def.components[0].def.name, &m.field) {
             Ok(out) => {
                 let got = out.first().map(wlmap_expr::Output::to_text);
                 let hit = got.as_deref() == Some(bx.expected_result.as_str());

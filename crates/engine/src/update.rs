@@ -12,7 +12,7 @@ use crate::definition::{Definition, SpecShape};
 use crate::error::{Error, Result};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
-use wlmap_expr::{Evaluator, Expr, Input, to_jq_string};
+use wlmap_expr::{Evaluator, Expr, Input};
 
 /// What to change in the pod templates.
 ///
@@ -393,7 +393,7 @@ fn read_component(
             let out = e
                 .evaluate(input, &vars(def), &def.limits)
                 .map_err(|source| def.located(e, name, "instanceIdPath", source))?;
-            Some(out.iter().map(|o| to_jq_string(&o.to_val())).collect())
+            Some(out.iter().map(|o| o.to_text().into_owned()).collect())
         }
         None => None,
     };
