@@ -7,7 +7,8 @@
 #               and chromium-driver)
 #   e2e         the end-to-end and fault tests against a real kube-apiserver (testbed/)
 #   scheduling  the end-to-end tests on a testbed that schedules: kube-scheduler with gang
-#               scheduling, KWOK GPU nodes, the real Job controller and KubeRay operator,
+#               scheduling, KWOK GPU nodes, the real Job controller and the KubeRay, JobSet,
+#               LeaderWorkerSet, Kubeflow training operator and Trainer operators (webhooks on),
 #               and `wlmap controller` (gang objects, webhooks) against them, run with the
 #               Helm chart's RBAC (helm lint and template too; promtool checks the chart's
 #               rules and the metrics), and `wlmap serve` against the live cluster
@@ -75,7 +76,7 @@ else
   cargo build -p wlmap-cli --locked
   tier e2e testbed/with-testbed.sh cargo test -p wlmap-e2e --locked --test e2e --test faults \
     -- --include-ignored --test-threads=1
-  tier scheduling env WLMAP_TESTBED_OPERATORS=kuberay testbed/with-testbed.sh \
+  tier scheduling env WLMAP_TESTBED_OPERATORS=kuberay,jobset,lws,training-operator,trainer testbed/with-testbed.sh \
     cargo test -p wlmap-e2e --locked --test scheduling --test controller --test chart -- --include-ignored --test-threads=1
 fi
 

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Build (or reuse) the testbed binaries: kube-apiserver, kubectl,
 # kube-controller-manager, kube-scheduler and etcd at the versions pinned in
-# testbed/go.mod, plus the KWOK controller and the KubeRay operator at the
-# versions pinned below (each from its own published module).
+# testbed/go.mod, plus KWOK, the KubeRay, JobSet, LeaderWorkerSet, Kubeflow training
+# operator and Kubeflow Trainer operators, helm and promtool at the versions pinned below
+# (each from its own published module).
 #
 #   testbed/build.sh            # prints the bin directory on stdout
 #
@@ -100,39 +101,50 @@ build_kubernetes() {
 }
 
 # Components with a Go module of their own, each built from its published module at a
-# pinned version (`go install MODULE/PKG@VERSION` uses that module's go.mod and go.sum,
-# checked against the checksum database), plus the manifests the testbed applies from it.
-#   name | package@version | binary | manifests directory inside the module (copied to $OUT/NAME/;
-#   empty: none) | build tags
+# pinned version: `go mod download` fetches the module (checked against the checksum
+# database), and the package is built inside it (GOWORK=off: a go.work the module ships is not
+# used), so the module's own go.mod and go.sum decide every dependency, as `go install
+# PKG@VERSION` would. (`go install PKG@VERSION` itself asks the proxy for the module's version
+# list to look for a deprecation notice, which the proxy refuses for JobSet and LWS.) The
+# manifests the testbed applies are copied from the module.
+#   name | module@version | package inside the module | binary | manifests directory inside the
+#   module (copied to $OUT/NAME/; empty: none) | build tags
 # promtool is built without Prometheus's service-discovery plugins (`remove_all_sd`): the
 # tests only check rules and metrics text, and the plugins are most of its dependencies.
+# The operators keep their whole kustomize tree (JobSet's and LWS's `config/`, the Kubeflow
+# operators' `manifests/`): start.sh renders their own install from it (CRDs, webhook
+# configurations, the manager's arguments and configuration).
 ADDONS=(
-  "kwok|sigs.k8s.io/kwok/cmd/kwok@v0.8.0|kwok|kustomize/stage|"
-  "kuberay|github.com/ray-project/kuberay/ray-operator@v1.5.0|ray-operator|config/crd/bases|"
-  "helm|helm.sh/helm/v4/cmd/helm@v4.3.1|helm||"
-  "promtool|github.com/prometheus/prometheus/cmd/promtool@v0.316.0|promtool||remove_all_sd"
+  "kwok|sigs.k8s.io/kwok@v0.8.0|./cmd/kwok|kwok|kustomize/stage|"
+  "kuberay|github.com/ray-project/kuberay/ray-operator@v1.5.0|.|ray-operator|config/crd/bases|"
+  "helm|helm.sh/helm/v4@v4.3.1|./cmd/helm|helm||"
+  "promtool|github.com/prometheus/prometheus@v0.316.0|./cmd/promtool|promtool||remove_all_sd"
+  "jobset|sigs.k8s.io/jobset@v0.12.0|.|jobset-manager|config|"
+  "lws|sigs.k8s.io/lws@v0.9.0|./cmd|lws-manager|config|"
+  "training-operator|github.com/kubeflow/training-operator@v1.8.1|./cmd/training-operator.v1|training-operator|manifests|"
+  "trainer|github.com/kubeflow/trainer/v2@v2.3.0|./cmd/trainer-controller-manager|trainer-manager|manifests|"
 )
 
-build_addon() { # NAME PKG@VERSION BINARY MANIFESTS TAGS
-  local name=$1 pkg=$2 binary=$3 manifests=$4 tags=$5 want start tmp mod dir
-  want="$GO_VERSION $pkg $manifests${tags:+ tags=$tags}"
+build_addon() { # NAME MODULE@VERSION PKG BINARY MANIFESTS TAGS
+  local name=$1 module=$2 pkg=$3 binary=$4 manifests=$5 tags=$6 want start tmp dir
+  want="$GO_VERSION $module $pkg $manifests${tags:+ tags=$tags}"
   if [ "${WLMAP_TESTBED_REBUILD:-0}" != 1 ] && [ -x "$BIN/$binary" ] && [ -d "$OUT/$name" ] \
     && [ "$(cat "$OUT/$name.stamp" 2>/dev/null)" = "$want" ]; then
     return 0
   fi
-  log "building $name ($pkg)"
+  log "building $name ($module, $pkg)"
   start=$(date +%s)
+  dir="$(GOFLAGS="" go mod download -json "$module" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')"
+  [ -n "$dir" ] && [ -f "$dir/go.mod" ] || die "go mod download $module failed"
   tmp="$(mktemp -d "$OUT/.$name.XXXXXX")"
-  GOBIN="$tmp" GOFLAGS="" "${NICE[@]}" go install -trimpath -ldflags "-s -w" ${tags:+-tags "$tags"} "$pkg" \
-    || { rm -rf "$tmp"; die "go install $pkg failed"; }
-  [ -x "$tmp/$binary" ] || { rm -rf "$tmp"; die "go install $pkg did not produce $binary"; }
+  (cd "$dir" && GOWORK=off GOFLAGS="-mod=readonly" "${NICE[@]}" go build -trimpath -ldflags "-s -w" \
+      ${tags:+-tags "$tags"} -o "$tmp/$binary" "$pkg") \
+    || { rm -rf "$tmp"; die "go build $module $pkg failed"; }
+  [ -x "$tmp/$binary" ] || { rm -rf "$tmp"; die "go build $module $pkg did not produce $binary"; }
   mkdir -p "$BIN"
   rm -rf "$OUT/$name"
   mkdir -p "$OUT/$name"
   if [ -n "$manifests" ]; then
-    mod="${pkg%@*}"; mod="${mod%/cmd/*}"
-    dir="$(GOFLAGS="" go list -m -f '{{.Dir}}' "$mod@${pkg##*@}" 2>/dev/null || true)"
-    [ -n "$dir" ] || dir="$(go env GOMODCACHE)/$mod@${pkg##*@}"
     [ -d "$dir/$manifests" ] || { rm -rf "$tmp"; die "$name: no $manifests in $dir"; }
     cp -r "$dir/$manifests"/. "$OUT/$name/"
     chmod -R u+w "$OUT/$name"
@@ -149,7 +161,7 @@ else
   log "up to date: $BIN"
 fi
 for addon in "${ADDONS[@]}"; do
-  IFS='|' read -r name pkg binary manifests tags <<<"$addon"
-  build_addon "$name" "$pkg" "$binary" "$manifests" "$tags"
+  IFS='|' read -r name module pkg binary manifests tags <<<"$addon"
+  build_addon "$name" "$module" "$pkg" "$binary" "$manifests" "$tags"
 done
 echo "$BIN"

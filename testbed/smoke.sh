@@ -43,7 +43,12 @@ equals "server version is ${WLMAP_TESTBED_K8S_VERSION:-?}" "${WLMAP_TESTBED_K8S_
   bash -c "'${K[0]}' '${K[1]}' get --raw /version | sed -n 's/.*\"gitVersion\": *\"\([^\"]*\)\".*/\\1/p'"
 
 # ---------------------------------------------------------------- CRDs
-check "apply CRDs" "${K[@]}" apply -f "$HERE/crds/"
+OPS="$(dirname "${WLMAP_TESTBED_BIN:?}")"
+for crd in "$OPS"/jobset/components/crd/bases/*.yaml "$OPS"/lws/crd/bases/*.yaml \
+    "$OPS"/kuberay/ray.io_rayclusters.yaml "$OPS"/training-operator/base/crds/kubeflow.org_pytorchjobs.yaml; do
+  check "apply $(basename "$crd") (the operator's own, server-side)" \
+    "${K[@]}" apply --server-side --force-conflicts -f "$crd"
+done
 check "CRDs Established" "${K[@]}" wait --for=condition=Established --timeout=60s \
   crd/jobsets.jobset.x-k8s.io crd/leaderworkersets.leaderworkerset.x-k8s.io \
   crd/rayclusters.ray.io crd/pytorchjobs.kubeflow.org

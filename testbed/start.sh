@@ -21,7 +21,8 @@
 #                              controller, which runs the pods bound to fake nodes
 #                              (no node exists until a test adds one)
 #   WLMAP_TESTBED_OPERATORS    operators to start, comma-separated (implies
-#                              SCHEDULING): kuberay
+#                              SCHEDULING): kuberay, jobset, lws, training-operator,
+#                              trainer (Kubeflow Trainer; it needs jobset too)
 #   WLMAP_TESTBED_START_TIMEOUT  seconds to wait for readiness (default 120)
 #   WLMAP_TESTBED_KEEP=1       on failure keep DIR (logs) instead of removing it
 set -euo pipefail
@@ -40,8 +41,14 @@ CONTROLLERS="${WLMAP_TESTBED_CONTROLLERS:-0}"
 SCHEDULING="${WLMAP_TESTBED_SCHEDULING:-0}"
 OPERATORS="${WLMAP_TESTBED_OPERATORS:-}"
 for op in ${OPERATORS//,/ }; do
-  case "$op" in kuberay) ;; *) die "unknown operator $op (known: kuberay)" ;; esac
+  case "$op" in
+    kuberay|jobset|lws|training-operator|trainer) ;;
+    *) die "unknown operator $op (known: kuberay, jobset, lws, training-operator, trainer)" ;;
+  esac
 done
+case ",$OPERATORS," in *,trainer,*)
+  case ",$OPERATORS," in *,jobset,*) ;; *) die "the trainer operator runs its TrainJobs as JobSets: add jobset to WLMAP_TESTBED_OPERATORS" ;; esac
+esac
 [ -n "$OPERATORS" ] && SCHEDULING=1
 [ "$SCHEDULING" = 1 ] && CONTROLLERS=1
 # Workload-aware scheduling (Workload and PodGroup, scheduling.k8s.io/v1beta1, beta in
@@ -407,6 +414,17 @@ if [ "$SCHEDULING" = 1 ]; then
   log "kube-scheduler and kwok running"
 fi
 
+# `kubectl wait` alone fails when it reads a CRD before the API server has written any
+# condition (`.status.conditions accessor error`), so it is asked again until the deadline.
+wait_established() { # CRD...
+  local end
+  end=$(deadline)
+  until "${KC[@]}" wait --for=condition=Established --timeout=10s "$@" >>"$DIR/logs/setup.log" 2>&1; do
+    [ "$(date +%s)" -lt "$end" ] || return 1
+    sleep 0.3
+  done
+}
+
 KUBERAY_PID=""
 case ",$OPERATORS," in *,kuberay,*)
   [ -x "$BIN/ray-operator" ] || die "missing $BIN/ray-operator (run testbed/build.sh)"
@@ -415,8 +433,7 @@ case ",$OPERATORS," in *,kuberay,*)
     "${KC[@]}" apply --server-side --force-conflicts -f "$crd" >>"$DIR/logs/setup.log" 2>&1 \
       || die "applying $crd failed (see $DIR/logs/setup.log)"
   done
-  "${KC[@]}" wait --for=condition=Established --timeout="${TIMEOUT}s" \
-    crd/rayclusters.ray.io crd/rayjobs.ray.io crd/rayservices.ray.io >>"$DIR/logs/setup.log" 2>&1 \
+  wait_established crd/rayclusters.ray.io crd/rayjobs.ray.io crd/rayservices.ray.io \
     || die "KubeRay CRDs not established"
   read -r RAY_HEALTH_PORT < <(free_ports 1)
   launch ray-operator "$BIN/ray-operator" \
@@ -435,6 +452,148 @@ case ",$OPERATORS," in *,kuberay,*)
   log "KubeRay operator ready"
   ;;
 esac
+
+# Operators built with controller-runtime, run as their own install configures them:
+# `kubectl kustomize` of the module's overlay gives the CRDs, the webhook configurations
+# (failure policies, rules and object selectors as upstream wrote them), the manager's
+# arguments, environment and configuration. testbed/operator.py changes only what running
+# outside a cluster forces: each webhook is reached by URL on loopback (instead of through a
+# Service), leader election is off, no metrics listener. Serving certificates:
+#  - JobSet and LWS take their configuration's `internalCertManagement.enable: false` and a
+#    certificate made here (the testbed CA, for 127.0.0.1), from a directory the
+#    configuration names;
+#  - Kubeflow Trainer takes its configuration's `certManagement.enable: false` and reads its
+#    certificate from /tmp/k8s-webhook-server/serving-certs (controller-runtime's default,
+#    where its Deployment mounts the Secret; its configuration names no directory): the one
+#    certificate below, which the training operator serves from the same path;
+#  - the Kubeflow training operator always rotates its own (open-policy-agent/cert-controller,
+#    into a Secret, which its Deployment mounts at that same path, and into its webhook
+#    configuration's caBundle). It is given the Secret already filled with a CA and a
+#    certificate the rotator accepts (the CA names itself as the rotator expects, the
+#    certificate names the Service the rotator checks and 127.0.0.1 as well, both valid longer
+#    than its 90-day look-ahead), so it keeps them; the files are put where the volume would
+#    mount them. The fixed path is why one testbed with a Kubeflow operator runs on a
+#    machine at a time.
+DEFAULT_CERT_DIR=/tmp/k8s-webhook-server/serving-certs
+ROTATOR_SERVICES="DNS:training-operator.kubeflow.svc"
+# The rotator reads its keys as PKCS#1 ("RSA PRIVATE KEY"); OpenSSL 3 writes PKCS#8.
+gen_pkcs1_key() { gen_key "$1.pkcs8"; ossl rsa -in "$1.pkcs8" -traditional -out "$1"; chmod 600 "$1"; rm -f "$1.pkcs8"; }
+rotator_pki() { # once: the CA and the certificate of /tmp/k8s-webhook-server/serving-certs
+  [ -f "$PKI/rotator.crt" ] && return 0
+  gen_pkcs1_key "$PKI/rotator-ca.key"
+  {
+    cat "$PKI/ca.ext"
+    echo "subjectAltName = DNS:training-operator-ca"
+  } > "$PKI/rotator-ca.ext"
+  ossl req -new -key "$PKI/rotator-ca.key" -subj "/CN=wlmap-testbed-rotator-ca" -out "$PKI/rotator-ca.csr"
+  ossl x509 -req -in "$PKI/rotator-ca.csr" -signkey "$PKI/rotator-ca.key" -sha256 -days 3650 \
+    -extfile "$PKI/rotator-ca.ext" -out "$PKI/rotator-ca.crt"
+  gen_pkcs1_key "$PKI/rotator.key"
+  ossl req -new -key "$PKI/rotator.key" -subj "/CN=wlmap-testbed-rotator" -out "$PKI/rotator.csr"
+  printf '%s\n' "basicConstraints = critical, CA:FALSE" \
+    "keyUsage = critical, digitalSignature, keyEncipherment" "extendedKeyUsage = serverAuth" \
+    "subjectAltName = $ROTATOR_SERVICES, IP:127.0.0.1" > "$PKI/rotator.ext"
+  ossl x509 -req -in "$PKI/rotator.csr" -CA "$PKI/rotator-ca.crt" -CAkey "$PKI/rotator-ca.key" \
+    -CAcreateserial -sha256 -days 3650 -extfile "$PKI/rotator.ext" -out "$PKI/rotator.crt"
+  rm -f "$PKI"/rotator*.csr
+}
+
+# NAME BINARY OVERLAY DEPLOYMENT GROUPS CERTS DROP AFTER CRD...: render, apply, launch, wait
+# until ready, then apply the AFTER overlay (objects its webhooks admit, e.g. Trainer's
+# runtimes). CERTS: "config" (the manager's configuration turns rotation off and names the
+# certificate directory: a certificate of the testbed CA), "default-dir" (it turns rotation
+# off; the rotator's certificate goes to controller-runtime's default directory) or "rotator".
+# DROP: a resource line the overlay's own comment says to take out in this case (Trainer's
+# bundled JobSet release, fetched from the web, when JobSet is installed already).
+start_operator() {
+  local name=$1 binary=$2 overlay=$3 deployment=$4 groups=$5 certs=$6 drop=$7 after=$8
+  local manifests probe webhook ca
+  shift 8
+  [ -x "$BIN/$binary" ] || die "missing $BIN/$binary (run testbed/build.sh)"
+  [ -d "$(dirname "$BIN")/$name/$overlay" ] || die "missing $(dirname "$BIN")/$name/$overlay (run testbed/build.sh)"
+  manifests="$DIR/$name/manifests"
+  mkdir -p "$DIR/$name"
+  cp -r "$(dirname "$BIN")/$name" "$manifests"
+  [ -z "$drop" ] || sed -i "\|$drop|d" "$manifests/$overlay/kustomization.yaml"
+  command -v python3 >/dev/null 2>&1 || die "python3 (with PyYAML) is required for the $name operator"
+  read -r probe webhook status < <(free_ports 3)
+  if [ "$certs" != config ]; then
+    rotator_pki
+    ca="$PKI/rotator-ca.crt"
+  else
+    sign "$name-webhook" "/CN=$name-webhook" serverAuth "IP:127.0.0.1, DNS:localhost"
+    cp "$PKI/$name-webhook.crt" "$DIR/$name/tls.crt"
+    cp "$PKI/$name-webhook.key" "$DIR/$name/tls.key"
+    ca="$PKI/ca.crt"
+  fi
+  "$BIN/kubectl" kustomize "$manifests/$overlay" >"$DIR/$name/rendered.yaml" 2>>"$DIR/logs/setup.log" \
+    || die "kubectl kustomize $manifests/$overlay failed (see $DIR/logs/setup.log)"
+  PROBE_PORT="$probe" STATUS_PORT="$status" python3 "$HERE/operator.py" "$name" "$DIR/$name/rendered.yaml" "$DIR/$name" \
+    "https://127.0.0.1:$webhook" "$ca" "$deployment" "$groups" \
+    2>>"$DIR/logs/setup.log" || die "testbed/operator.py $name failed (see $DIR/logs/setup.log)"
+  # Server-side: the CRDs are larger than client-side apply's annotation allows.
+  "${KC[@]}" apply --server-side --force-conflicts -f "$DIR/$name/$name-manifests.json" \
+    >>"$DIR/logs/setup.log" 2>&1 || die "applying $name's manifests failed (see $DIR/logs/setup.log)"
+  wait_established "$@" || die "$name CRDs not established"
+  local args=() env=() secret
+  mapfile -t args <"$DIR/$name/$name-args"
+  mapfile -t env <"$DIR/$name/$name-env"
+  if [ "$certs" = rotator ]; then
+    secret="$(cat "$DIR/$name/$name-secret")"
+    [ -n "$secret" ] || die "$name: its install names no webhook certificate Secret"
+    "${KC[@]}" create secret generic "${secret#*/}" -n "${secret%%/*}" \
+      --from-file=ca.crt="$PKI/rotator-ca.crt" --from-file=ca.key="$PKI/rotator-ca.key" \
+      --from-file=tls.crt="$PKI/rotator.crt" --from-file=tls.key="$PKI/rotator.key" \
+      >>"$DIR/logs/setup.log" 2>&1 || die "$name: creating the Secret $secret failed"
+    # What the Deployment's Secret volume mounts there (the rotator waits for the files).
+    mkdir -p "$DEFAULT_CERT_DIR"
+    cp "$PKI/rotator.crt" "$DEFAULT_CERT_DIR/tls.crt"
+    cp "$PKI/rotator.key" "$DEFAULT_CERT_DIR/tls.key"
+    cp "$PKI/rotator-ca.crt" "$DEFAULT_CERT_DIR/ca.crt"
+    args+=(--webhook-server-port="$webhook" --health-probe-bind-address="127.0.0.1:$probe"
+      --metrics-bind-address=0)
+  else
+    if [ "$certs" = default-dir ]; then
+      mkdir -p "$DEFAULT_CERT_DIR"
+      cp "$PKI/rotator.crt" "$DEFAULT_CERT_DIR/tls.crt"
+      cp "$PKI/rotator.key" "$DEFAULT_CERT_DIR/tls.key"
+    fi
+    args+=(--config="$DIR/$name/$name-config.yaml")
+  fi
+  launch "$binary" env "${env[@]}" "$BIN/$binary" --kubeconfig="$KUBECONFIG_ADMIN" "${args[@]}"
+  end=$(deadline)
+  until [ "$(curl -fsS --max-time 2 "http://127.0.0.1:$probe/readyz" 2>/dev/null)" = ok ]; do
+    alive "$binary"
+    [ "$(date +%s)" -lt "$end" ] || die "$name operator not ready after ${TIMEOUT}s"
+    sleep 0.3
+  done
+  if [ -n "$after" ]; then
+    "$BIN/kubectl" kustomize "$manifests/$after" >"$DIR/$name/after.yaml" 2>>"$DIR/logs/setup.log" \
+      && "${KC[@]}" apply --server-side -f "$DIR/$name/after.yaml" >>"$DIR/logs/setup.log" 2>&1 \
+      || die "$name: applying $after failed (see $DIR/logs/setup.log)"
+  fi
+  log "$name operator ready (webhooks on 127.0.0.1:$webhook)"
+}
+declare -A OPERATOR_PID=()
+# name | binary | overlay (kustomize directory in the copied manifests) | Deployment | CRD
+# groups | certificates | resource line to drop | overlay applied once ready | CRDs to wait for
+OPERATOR_TABLE=(
+  "jobset|jobset-manager|default|jobset-controller-manager|jobset.x-k8s.io|config|||crd/jobsets.jobset.x-k8s.io"
+  "lws|lws-manager|default|lws-controller-manager|leaderworkerset.x-k8s.io,disaggregatedset.x-k8s.io|config|||crd/leaderworkersets.leaderworkerset.x-k8s.io"
+  "training-operator|training-operator|overlays/standalone|training-operator|kubeflow.org|rotator|||crd/pytorchjobs.kubeflow.org crd/mpijobs.kubeflow.org"
+  "trainer|trainer-manager|overlays/manager|kubeflow-trainer-controller-manager|trainer.kubeflow.org|default-dir|third-party/jobset|overlays/runtimes|crd/trainjobs.trainer.kubeflow.org crd/clustertrainingruntimes.trainer.kubeflow.org"
+)
+for row in "${OPERATOR_TABLE[@]}"; do
+  IFS='|' read -r name binary overlay deployment groups certs drop after crds <<<"$row"
+  case ",$OPERATORS," in *,"$name",*) ;; *) continue ;; esac
+  # shellcheck disable=SC2086 # the CRD list splits into arguments
+  start_operator "$name" "$binary" "$overlay" "$deployment" "$groups" "$certs" "$drop" "$after" $crds
+  OPERATOR_PID[$name]="$(cat "$DIR/pids/$binary.pid")"
+done
+JOBSET_PID="${OPERATOR_PID[jobset]:-}"
+LWS_PID="${OPERATOR_PID[lws]:-}"
+TRAINING_OPERATOR_PID="${OPERATOR_PID[training-operator]:-}"
+TRAINER_PID="${OPERATOR_PID[trainer]:-}"
 
 # ---------------------------------------------------------------- env file
 cat > "$DIR/env.tmp" <<EOF
@@ -458,6 +617,10 @@ WLMAP_TESTBED_APISERVER_PID=$(cat "$DIR/pids/kube-apiserver.pid")
 WLMAP_TESTBED_CONTROLLER_MANAGER_PID=$KCM_PID
 WLMAP_TESTBED_SCHEDULING=$SCHEDULING
 WLMAP_TESTBED_OPERATORS=$OPERATORS
+WLMAP_TESTBED_JOBSET_PID=$JOBSET_PID
+WLMAP_TESTBED_LWS_PID=$LWS_PID
+WLMAP_TESTBED_TRAINING_OPERATOR_PID=$TRAINING_OPERATOR_PID
+WLMAP_TESTBED_TRAINER_PID=$TRAINER_PID
 WLMAP_TESTBED_SCHEDULER_PID=$SCHEDULER_PID
 WLMAP_TESTBED_KWOK_PID=$KWOK_PID
 WLMAP_TESTBED_KUBERAY_PID=$KUBERAY_PID

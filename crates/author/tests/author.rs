@@ -1,5 +1,5 @@
-//! `scaffold` and `check` on the CRDs the testbed installs (testbed/crds/, written from the
-//! upstream Go types) and the catalog's fixtures (what the real controllers write): a draft
+//! `scaffold` and `check` on hand-written CRDs (crates/author/testdata/crds/, written from
+//! the upstream Go types) and the catalog's fixtures (what the real controllers write): a draft
 //! finds the pod templates and replica fields the catalog's hand-written definitions use,
 //! validates, and with live objects finds their pod labels and owners; `check` passes the
 //! catalog and reports a renamed status field, a version no longer served, and a condition
@@ -15,7 +15,8 @@ fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-/// The testbed's CRDs, with the catalog definition of each kind.
+/// Hand-written structural CRDs, with the catalog definition of each kind (the operators'
+/// own CRDs are in the testbed only, built from their modules).
 const CRDS: [(&str, &str); 4] = [
     (
         "jobset.x-k8s.io_jobsets.yaml",
@@ -33,7 +34,8 @@ const CRDS: [(&str, &str); 4] = [
 ];
 
 fn crd(file: &str) -> (Crd, Value) {
-    let text = std::fs::read_to_string(repo().join("testbed/crds").join(file)).expect("CRD");
+    let path = repo().join("crates/author/testdata/crds").join(file);
+    let text = std::fs::read_to_string(path).expect("CRD");
     let docs = wlmap_schema::decode_objects(&text, file).expect("YAML");
     let v = docs
         .into_iter()

@@ -17,6 +17,7 @@ use wlmap_schema::GroupVersionKind;
 pub fn failure(e: Error) -> Failure {
     let code = match &e {
         Error::NotFound(_) => Code::NotFound,
+        Error::Refused(_) => Code::Invalid,
         _ => Code::Runtime,
     };
     Failure::new(code, anyhow::anyhow!("{e}"))

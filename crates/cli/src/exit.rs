@@ -14,8 +14,9 @@ pub enum Code {
     NotFound = 3,
     /// No definition for the kind.
     NoDefinition = 4,
-    /// Invalid input: malformed manifest, definition, snapshot or expression, or an object
-    /// its definition cannot evaluate (wrong types, a budget exhausted).
+    /// Invalid input: malformed manifest, definition, snapshot or expression, an object its
+    /// definition cannot evaluate (wrong types, a budget exhausted), or a change the cluster's
+    /// admission (an operator's webhook) refuses.
     Invalid = 5,
 }
 
@@ -45,11 +46,16 @@ impl<E: Into<anyhow::Error>> From<E> for Failure {
             error.downcast_ref::<wlmap_engine::Error>(),
             Some(wlmap_engine::Error::Evaluation { .. } | wlmap_engine::Error::Shape { .. })
         );
-        let code = if error.downcast_ref::<wlmap_schema::Error>().is_some() || invalid_object {
-            Code::Invalid
-        } else {
-            Code::Runtime
-        };
+        let refused = matches!(
+            error.downcast_ref::<wlmap_kube::Error>(),
+            Some(wlmap_kube::Error::Refused(_))
+        );
+        let code =
+            if error.downcast_ref::<wlmap_schema::Error>().is_some() || invalid_object || refused {
+                Code::Invalid
+            } else {
+                Code::Runtime
+            };
         Failure { code, error }
     }
 }

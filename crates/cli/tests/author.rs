@@ -31,7 +31,7 @@ fn get_json(args: &[&str]) -> serde_json::Value {
 
 #[test]
 fn a_crd_and_live_objects_become_a_definition_that_reads_the_workload_as_the_catalog_does() {
-    let crd = repo().join("testbed/crds/kubeflow.org_pytorchjobs.yaml");
+    let crd = repo().join("crates/author/testdata/crds/kubeflow.org_pytorchjobs.yaml");
     let snapshot =
         repo().join("crates/catalog/fixtures/kubeflow-org-pytorchjob-v1/running/objects.yaml");
     let o = wlmap(&[
@@ -93,7 +93,7 @@ fn the_catalog_fits_the_testbeds_crds_and_a_renamed_status_field_is_reported() {
         "ray.io_rayclusters.yaml",
     ]
     .iter()
-    .map(|f| repo().join("testbed/crds").join(f))
+    .map(|f| repo().join("crates/author/testdata/crds").join(f))
     .collect();
     let mut args = vec!["check"];
     for c in &crds {

@@ -2,7 +2,6 @@
 //! server, its webhooks reached by URL, its certificates its own, its log kept.
 
 use crate::Testbed;
-use serde_json::{Value, json};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 
@@ -168,50 +167,4 @@ impl Drop for Controller {
                 .output();
         }
     }
-}
-
-/// The JobSet's Jobs as the JobSet controller makes them (kubernetes-sigs/jobset
-/// pkg/controllers/jobset_controller.go, constructJob and labelAndAnnotateObject): named
-/// `<jobset>-<replicatedJob>-<index>`, labelled on the Job and its pod template, controlled by
-/// the JobSet.
-pub fn jobset_jobs(jobset: &Value) -> Vec<Value> {
-    let name = jobset["metadata"]["name"].as_str().expect("name");
-    let uid = jobset["metadata"]["uid"].as_str().expect("uid");
-    let ns = jobset["metadata"]["namespace"].as_str().expect("namespace");
-    let mut out = Vec::new();
-    let mut global = 0;
-    for rj in jobset["spec"]["replicatedJobs"]
-        .as_array()
-        .expect("replicatedJobs")
-    {
-        let rname = rj["name"].as_str().expect("name");
-        let replicas = rj["replicas"].as_u64().unwrap_or(1);
-        for i in 0..replicas {
-            let labels = json!({
-                "jobset.sigs.k8s.io/jobset-name": name,
-                "jobset.sigs.k8s.io/jobset-uid": uid,
-                "jobset.sigs.k8s.io/replicatedjob-name": rname,
-                "jobset.sigs.k8s.io/replicatedjob-replicas": replicas.to_string(),
-                "jobset.sigs.k8s.io/job-index": i.to_string(),
-                "jobset.sigs.k8s.io/job-global-index": global.to_string(),
-                "jobset.sigs.k8s.io/restart-attempt": "0"});
-            global += 1;
-            let mut spec = rj["template"]["spec"].clone();
-            let mut pod_labels = labels.clone();
-            if let (Some(l), Some(own)) = (
-                pod_labels.as_object_mut(),
-                spec["template"]["metadata"]["labels"].as_object(),
-            ) {
-                l.extend(own.clone());
-            }
-            spec["template"]["metadata"] = json!({"labels": pod_labels, "annotations": labels});
-            out.push(json!({"apiVersion": "batch/v1", "kind": "Job",
-                "metadata": {"name": format!("{name}-{rname}-{i}"), "namespace": ns,
-                    "labels": labels, "annotations": labels,
-                    "ownerReferences": [{"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
-                        "name": name, "uid": uid, "controller": true, "blockOwnerDeletion": true}]},
-                "spec": spec}));
-        }
-    }
-    out
 }

@@ -7,7 +7,7 @@ pub mod browser;
 pub mod controller;
 pub mod served;
 
-pub use controller::{Controller, jobset_jobs};
+pub use controller::Controller;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -59,6 +59,15 @@ impl Testbed {
             stdin,
         );
         stdout_of(&format!("kubectl {args:?}"), &o, 0)
+    }
+
+    /// Run kubectl as admin, its exit and both streams returned (for a step that must fail).
+    pub fn kubectl_output(&self, args: &[&str], stdin: Option<&str>) -> Output {
+        run(
+            &self.kubectl,
+            &[&["--kubeconfig", &self.kubeconfig], args].concat(),
+            stdin,
+        )
     }
 
     /// `kubectl get RESOURCE -n NAMESPACE -o name`: the objects' `kind/name`, one a line.
@@ -241,6 +250,16 @@ impl Testbed {
         self.kubectl(&["apply", "-f", path.to_str().expect("utf8 path")], None);
     }
 
+    /// Apply a manifest file server-side (an operator's CRD is larger than client-side
+    /// apply's last-applied annotation may be).
+    pub fn apply_server_side(&self, path: &Path) {
+        let file = path.to_str().expect("utf8 path");
+        self.kubectl(
+            &["apply", "--server-side", "--force-conflicts", "-f", file],
+            None,
+        );
+    }
+
     /// Create the objects of a fixture as its controller would: namespace, objects in file
     /// order (owners first) with server-assigned uids, then each status via the subresource.
     /// Returns the created objects by name.
@@ -354,9 +373,37 @@ pub fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../catalog/fixtures")
 }
 
-/// The testbed's CRD directory.
+/// The testbed's CRD directory: the CRDs the testbed runs no operator of (the gang
+/// schedulers' PodGroups, in `schedulers/`).
 pub fn testbed_crds() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testbed/crds")
+}
+
+/// The CRDs an operator's own module ships, as `testbed/build.sh` copied them next to the
+/// testbed's binaries (`WLMAP_TESTBED_BIN/../NAME/`): `jobset`, `lws`, `kuberay`,
+/// `training-operator`, `trainer`. For a testbed that
+/// does not run the operator (its webhooks are not registered), so that objects meet the
+/// operator's real schema and validation rules.
+pub fn operator_crds(name: &str) -> Vec<PathBuf> {
+    let bin = std::env::var("WLMAP_TESTBED_BIN")
+        .expect("WLMAP_TESTBED_BIN is not set: run these tests through testbed/with-testbed.sh");
+    let bases = match name {
+        "jobset" => "components/crd/bases",
+        "lws" => "crd/bases",
+        "kuberay" => "",
+        "training-operator" => "base/crds",
+        "trainer" => "base/crds",
+        other => panic!("no CRDs known for operator {other}"),
+    };
+    let dir = Path::new(&bin).join("..").join(name).join(bases);
+    let mut out: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e} (run testbed/build.sh)", dir.display()))
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
+        .filter(|p| p.file_name().is_some_and(|n| n != "kustomization.yaml"))
+        .collect();
+    out.sort();
+    out
 }
 
 /// The built `wlmap` binary (`WLMAP_BIN`, else `target/debug/wlmap`).

@@ -7,7 +7,7 @@
 
 use serde_json::{Value, json};
 use std::path::PathBuf;
-use wlmap_e2e::{Testbed, gpu_container, testbed_crds};
+use wlmap_e2e::{Testbed, gpu_container};
 
 fn chart() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../charts/wlmap")
@@ -202,8 +202,8 @@ fn the_controller_needs_no_more_than_the_chart_grants() {
     tb.apply_file(
         &PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../schema/crd/kartas.run.ai.yaml"),
     );
-    tb.apply_file(&testbed_crds().join("jobset.x-k8s.io_jobsets.yaml"));
-    tb.wait_established(&["crd/kartas.run.ai", "crd/jobsets.jobset.x-k8s.io"]);
+    wlmap_e2e::require_operator("jobset");
+    tb.wait_established(&["crd/kartas.run.ai"]);
     let ctl = controller_as_the_chart(&tb, "wlmap-rbac", "native");
     jobset_grouped(&tb, "ctl-rbac", "r-gang");
     let karta = json!({"apiVersion": "run.ai/v1alpha1", "kind": "Karta", "metadata": {"name": "rbac-check"},
@@ -281,7 +281,7 @@ fn controller_as_the_chart(tb: &Testbed, ns: &str, scheduler: &str) -> wlmap_e2e
     ctl
 }
 
-/// A JobSet of two workers in `wns`, its Jobs created as its controller would: each pod is
+/// A JobSet of two workers in `wns`, its Jobs made by the real JobSet controller: each pod is
 /// put in the group `group`, which the controller wrote.
 fn jobset_grouped(tb: &Testbed, wns: &str, group: &str) {
     tb.namespace(wns);
@@ -294,10 +294,6 @@ fn jobset_grouped(tb: &Testbed, wns: &str, group: &str) {
     tb.wait_for("its PodGroup", 60, || {
         tb.names("podgroups.scheduling.k8s.io", wns).contains(group)
     });
-    let created = tb.get_json(&["get", "jobset/r", "-n", wns]);
-    for job in wlmap_e2e::jobset_jobs(&created) {
-        tb.kubectl(&["create", "-f", "-"], Some(&job.to_string()));
-    }
     tb.wait_for("the pods, in their group", 60, || {
         let ps = tb.pods(wns);
         ps.len() == 2

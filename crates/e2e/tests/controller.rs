@@ -1,13 +1,16 @@
 //! `wlmap controller` on a testbed that schedules: the real kube-scheduler with gang
-//! scheduling, the real Job controller, KWOK GPU nodes. The controller runs as a process next
-//! to the API server (its webhook reached by URL, its certificates its own), as it would run
-//! as a Deployment. Run through
-//! `WLMAP_TESTBED_SCHEDULING=1 testbed/with-testbed.sh cargo test -p wlmap-e2e --test controller -- --include-ignored --test-threads=1`
+//! scheduling, the real Job controller, the real KubeRay, JobSet, LeaderWorkerSet, Kubeflow
+//! training operator and Kubeflow Trainer operators (their webhooks on), KWOK GPU nodes. The
+//! controller runs as a process next to the API server (its webhook reached by URL, its
+//! certificates its own), as it would run as a Deployment. Run through
+//! `WLMAP_TESTBED_OPERATORS=kuberay,jobset,lws,training-operator,trainer testbed/with-testbed.sh cargo test -p wlmap-e2e --test controller -- --include-ignored --test-threads=1`
 //! (scripts/test.sh does).
 
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
-use wlmap_e2e::{Controller, FaultProxy, Testbed, gpu_container, jobset_jobs, json, testbed_crds};
+use wlmap_e2e::{
+    Controller, FaultProxy, Testbed, gpu_container, json, require_operator, testbed_crds,
+};
 
 /// The names of the v1.37 PodGroups in a namespace.
 fn pod_groups(tb: &Testbed, ns: &str) -> Vec<String> {
@@ -23,30 +26,15 @@ fn pod_groups(tb: &Testbed, ns: &str) -> Vec<String> {
     names
 }
 
-/// The JobSet controller's status: per replicatedJob, the ready and active Jobs.
-fn jobset_status(tb: &Testbed, ns: &str, jobset: &str) -> Value {
-    let jobs = tb.get_json(&["get", "jobs", "-n", ns]);
-    let mut per: BTreeMap<String, (u64, u64)> = BTreeMap::new();
-    for j in jobs["items"].as_array().into_iter().flatten() {
-        if j["metadata"]["labels"]["jobset.sigs.k8s.io/jobset-name"] != jobset {
-            continue;
-        }
-        let rj = j["metadata"]["labels"]["jobset.sigs.k8s.io/replicatedjob-name"]
-            .as_str()
-            .unwrap_or("")
-            .to_string();
-        let e = per.entry(rj).or_default();
-        e.0 += u64::from(j["status"]["ready"].as_u64().unwrap_or(0) > 0);
-        e.1 += u64::from(j["status"]["active"].as_u64().unwrap_or(0) > 0);
-    }
-    let rjs: Vec<Value> = per
+/// The Jobs the JobSet controller counts ready in the JobSet's status (the sum of
+/// `status.replicatedJobsStatus[].ready`).
+fn jobset_ready_jobs(tb: &Testbed, ns: &str, jobset: &str) -> u64 {
+    tb.get_json(&["get", &format!("jobset/{jobset}"), "-n", ns])["status"]["replicatedJobsStatus"]
+        .as_array()
         .into_iter()
-        .map(|(name, (ready, active))| {
-            json!({"name": name, "ready": ready, "active": active,
-            "succeeded": 0, "failed": 0, "suspended": 0})
-        })
-        .collect();
-    json!({"status": {"replicatedJobsStatus": rjs, "restarts": 0}})
+        .flatten()
+        .map(|s| s["ready"].as_u64().unwrap_or(0))
+        .sum()
 }
 
 /// The seed's story, scheduled: a JobSet of a leader Job and two worker Jobs, one 4-GPU pod
@@ -58,8 +46,7 @@ fn jobset_status(tb: &Testbed, ns: &str, jobset: &str) -> Value {
 #[ignore = "needs the scheduling testbed (see the file's doc)"]
 fn a_jobset_is_ganged_as_one_workload() {
     let tb = Testbed::scheduling();
-    tb.apply_file(&testbed_crds().join("jobset.x-k8s.io_jobsets.yaml"));
-    tb.wait_established(&["crd/jobsets.jobset.x-k8s.io"]);
+    require_operator("jobset");
     tb.namespace("wlmap-system");
     let ns = "ctl-jobset";
     tb.namespace(ns);
@@ -79,8 +66,9 @@ fn a_jobset_is_ganged_as_one_workload() {
         "spec": {"replicatedJobs": [
             {"name": "leader", "replicas": 1, "template": job_template},
             {"name": "workers", "replicas": 2, "template": job_template}]}});
+    // The real JobSet controller makes the Jobs (its webhook defaults the spec first), the
+    // Job controller their pods; the controller's PodGroup comes from the JobSet's spec.
     tb.kubectl(&["create", "-f", "-"], Some(&jobset.to_string()));
-    // The gang object exists from the spec, before any pod.
     tb.wait_for("the controller's PodGroup", 60, || {
         tb.kubectl(
             &["get", "podgroups.scheduling.k8s.io", "-n", ns, "-o", "name"],
@@ -102,11 +90,17 @@ fn a_jobset_is_ganged_as_one_workload() {
         "{group}"
     );
 
-    let created = tb.get_json(&["get", "jobset/train", "-n", ns]);
-    for job in jobset_jobs(&created) {
-        tb.kubectl(&["create", "-f", "-"], Some(&job.to_string()));
-    }
     tb.wait_for("three pods created", 60, || tb.pods(ns).len() == 3);
+    let jobs = tb.names("jobs", ns);
+    assert_eq!(
+        jobs.lines().collect::<Vec<_>>(),
+        [
+            "job.batch/train-leader-0",
+            "job.batch/train-workers-0",
+            "job.batch/train-workers-1"
+        ],
+        "the JobSet controller's Jobs"
+    );
     for p in tb.pods(ns) {
         assert_eq!(
             p["spec"]["schedulingGroup"]["podGroupName"], "train-gang",
@@ -132,29 +126,9 @@ fn a_jobset_is_ganged_as_one_workload() {
         let ps = tb.pods(ns);
         ps.len() == 3 && ps.iter().all(|p| p["status"]["phase"] == "Running")
     });
-    tb.wait_for("the Jobs ready", 60, || {
-        jobset_status(&tb, ns, "train")["status"]["replicatedJobsStatus"]
-            .as_array()
-            .is_some_and(|r| {
-                r.iter()
-                    .map(|s| s["ready"].as_u64().unwrap_or(0))
-                    .sum::<u64>()
-                    == 3
-            })
+    tb.wait_for("the JobSet controller counts the Jobs ready", 60, || {
+        jobset_ready_jobs(&tb, ns, "train") == 3
     });
-    tb.kubectl(
-        &[
-            "patch",
-            "jobset/train",
-            "-n",
-            ns,
-            "--subresource=status",
-            "--type=merge",
-            "-p",
-            &jobset_status(&tb, ns, "train").to_string(),
-        ],
-        None,
-    );
     let o = tb.wlmap(&["get", "-n", ns, "--all-types", "-o", "json"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let items = json(&o)["items"].as_array().cloned().unwrap_or_default();
@@ -162,6 +136,51 @@ fn a_jobset_is_ganged_as_one_workload() {
     assert_eq!(items[0]["kind"], "JobSet");
     assert_eq!(items[0]["resources"]["gpus"], 12.0, "{}", items[0]);
     assert_eq!(items[0]["status"]["phase"], "Running", "{}", items[0]);
+    // describe: the leader and worker roles, each with the pods the Job controller made.
+    let d = json(&tb.wlmap(&["describe", "jobset/train", "-n", ns, "-o", "json"]));
+    let roles: Vec<(String, u64, f64, usize)> = d["components"][0]["components"]
+        .as_array()
+        .expect("roles")
+        .iter()
+        .map(|c| {
+            (
+                c["instance"].as_str().unwrap_or("").to_string(),
+                c["desiredPods"].as_u64().unwrap_or(0),
+                c["resources"]["gpus"].as_f64().unwrap_or(0.0),
+                c["pods"].as_array().map_or(0, Vec::len),
+            )
+        })
+        .collect();
+    assert_eq!(
+        roles,
+        [
+            ("leader".to_string(), 1, 4.0, 1),
+            ("workers".to_string(), 2, 8.0, 2)
+        ],
+        "{d}"
+    );
+    // The JobSet webhook keeps a running JobSet's pod templates as they are: `wlmap set` says
+    // so in one line, the operator's own words, exit 5, and nothing is written.
+    let generation =
+        tb.get_json(&["get", "jobset/train", "-n", ns])["metadata"]["generation"].clone();
+    let o = tb.wlmap(&["set", "jobset/train", "-n", ns, "--label", "team=a"]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    let error: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("wlmap: error:"))
+        .collect();
+    assert_eq!(o.status.code(), Some(5), "{stderr}");
+    assert_eq!(error.len(), 1, "{stderr}");
+    assert!(
+        error[0].contains(r#"admission webhook "vjobset.kb.io" denied the request"#)
+            && error[0].ends_with("Invalid value: …: field is immutable"),
+        "{stderr}"
+    );
+    assert_eq!(
+        tb.get_json(&["get", "jobset/train", "-n", ns])["metadata"]["generation"],
+        generation,
+        "nothing half-written"
+    );
     assert_eq!(
         ctl.metric(r#"wlmap_admission_requests_total{result="grouped"}"#),
         3.0
@@ -203,8 +222,7 @@ fn a_jobset_is_ganged_as_one_workload() {
 #[ignore = "needs the scheduling testbed (see the file's doc)"]
 fn an_owner_the_watch_has_not_brought_is_fetched() {
     let tb = Testbed::scheduling();
-    tb.apply_file(&testbed_crds().join("jobset.x-k8s.io_jobsets.yaml"));
-    tb.wait_established(&["crd/jobsets.jobset.x-k8s.io"]);
+    require_operator("jobset");
     tb.namespace("wlmap-system");
     let ns = "ctl-fetch";
     tb.namespace(ns);
@@ -231,10 +249,6 @@ fn an_owner_the_watch_has_not_brought_is_fetched() {
             {"name": "leader", "replicas": 1, "template": job_template},
             {"name": "workers", "replicas": 1, "template": job_template}]}});
     tb.kubectl(&["create", "-f", "-"], Some(&jobset.to_string()));
-    let created = tb.get_json(&["get", "jobset/unseen", "-n", ns]);
-    for job in jobset_jobs(&created) {
-        tb.kubectl(&["create", "-f", "-"], Some(&job.to_string()));
-    }
     tb.wait_for("two pods created", 60, || tb.pods(ns).len() == 2);
     for p in tb.pods(ns) {
         assert_eq!(
@@ -339,6 +353,246 @@ fn a_raycluster_of_the_real_operator_binds_whole_or_not_at_all() {
     assert_eq!(bound(ns), 3);
 }
 
+/// Pods in `ns` bound to a node.
+fn bound(tb: &Testbed, ns: &str) -> usize {
+    tb.pods(ns)
+        .iter()
+        .filter(|p| p["spec"]["nodeName"].is_string())
+        .count()
+}
+
+/// One workload of `kind` in `ns` as `wlmap get --all-types -o json` shows it.
+fn the_workload(tb: &Testbed, ns: &str, kind: &str) -> Value {
+    let items = json(&tb.wlmap(&["get", "-n", ns, "--all-types", "-o", "json"]))["items"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(items.len(), 1, "one workload: {items:#?}");
+    assert_eq!(items[0]["kind"], kind, "{}", items[0]);
+    items[0].clone()
+}
+
+/// A PyTorchJob of the real Kubeflow training operator (a master and three workers of 4 GPUs
+/// each; the operator adds its init container to the workers): one gang of 4. On 8 GPUs no
+/// pod binds; with 16 all four do, and `wlmap get` shows one workload of 16 GPUs, Running once
+/// the operator says so.
+#[test]
+#[ignore = "needs the scheduling testbed (see the file's doc)"]
+fn a_pytorchjob_of_the_real_operator_is_ganged() {
+    let tb = Testbed::scheduling();
+    require_operator("training-operator");
+    tb.namespace("wlmap-system");
+    let ns = "ctl-pytorch";
+    tb.namespace(ns);
+    tb.add_node("ctlpt-gpu-0", "ctlpt", 8);
+    let _ctl = Controller::start(&tb, "pytorch", "wlmap-pytorch");
+    let replica = |n: u32| {
+        let mut c = gpu_container(4);
+        c["name"] = json!("pytorch");
+        json!({"replicas": n, "restartPolicy": "OnFailure", "template": {"spec": {
+            "nodeSelector": {"wlmap.test/pool": "ctlpt"}, "containers": [c]}}})
+    };
+    let job = json!({"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob",
+        "metadata": {"name": "pt", "namespace": ns},
+        "spec": {"pytorchReplicaSpecs": {"Master": replica(1), "Worker": replica(3)}}});
+    tb.kubectl(&["create", "-f", "-"], Some(&job.to_string()));
+    tb.wait_for("four pods made by the operator", 120, || {
+        tb.pods(ns).len() == 4
+    });
+    tb.wait_for("the controller's PodGroup", 60, || {
+        pod_groups(&tb, ns) == ["pt-gang"]
+    });
+    let g = tb.get_json(&["get", "podgroups.scheduling.k8s.io/pt-gang", "-n", ns]);
+    assert_eq!(g["spec"]["schedulingPolicy"]["gang"]["minCount"], 4, "{g}");
+    for p in tb.pods(ns) {
+        assert_eq!(
+            p["spec"]["schedulingGroup"]["podGroupName"], "pt-gang",
+            "{p}"
+        );
+    }
+    tb.wait_for("the PodGroup marked unschedulable", 120, || {
+        tb.pod_group_scheduled(ns, "pt-gang") == Some(false)
+    });
+    assert_eq!(
+        bound(&tb, ns),
+        0,
+        "8 GPUs hold two pods, and a gang of 4 binds none"
+    );
+
+    tb.add_node("ctlpt-gpu-1", "ctlpt", 8);
+    tb.wait_for("all four pods bound and running", 120, || {
+        let ps = tb.pods(ns);
+        ps.len() == 4 && ps.iter().all(|p| p["status"]["phase"] == "Running")
+    });
+    tb.wait_for("the operator's Running condition", 120, || {
+        tb.get_json(&["get", "pytorchjob/pt", "-n", ns])["status"]["conditions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|c| c["type"] == "Running" && c["status"] == "True")
+    });
+    let w = the_workload(&tb, ns, "PyTorchJob");
+    assert_eq!(w["resources"]["gpus"], 16.0, "{w}");
+    assert_eq!(w["pods"]["ready"], 4, "{w}");
+    assert_eq!(w["status"]["phase"], "Running", "{w}");
+    // The operator takes a template change while the job runs (its webhook validates the
+    // replica specs, not their mutability): both templates carry the label.
+    let o = tb.wlmap(&["set", "pytorchjob/pt", "-n", ns, "--label", "team=a"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let job = tb.get_json(&["get", "pytorchjob/pt", "-n", ns]);
+    for role in ["Master", "Worker"] {
+        assert_eq!(
+            job["spec"]["pytorchReplicaSpecs"][role]["template"]["metadata"]["labels"]["team"], "a",
+            "{job}"
+        );
+    }
+}
+
+/// A TrainJob of the real Kubeflow Trainer (the `torch-distributed` ClusterTrainingRuntime its
+/// install ships, two nodes of 4 GPUs): the Trainer makes a JobSet, the JobSet controller its
+/// Job, the Job controller the pods. `wlmap get` shows the TrainJob as the one workload (not
+/// its JobSet or Job) with 8 GPUs read through the runtime, Running once its pods run.
+#[test]
+#[ignore = "needs the scheduling testbed (see the file's doc)"]
+fn a_trainjob_of_the_real_trainer_is_one_workload() {
+    let tb = Testbed::scheduling();
+    require_operator("trainer");
+    let ns = "ctl-trainjob";
+    tb.namespace(ns);
+    tb.add_node("ctltj-gpu-0", "ctltj", 8);
+    let job = json!({"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
+        "metadata": {"name": "tj", "namespace": ns},
+        "spec": {"runtimeRef": {"name": "torch-distributed"},
+            "trainer": {"numNodes": 2, "resourcesPerNode": {
+                "requests": {"nvidia.com/gpu": "4", "cpu": "1", "memory": "1Gi"},
+                "limits": {"nvidia.com/gpu": "4", "cpu": "1", "memory": "1Gi"}}},
+            // What a user patches of the shared runtime (Trainer v2.2+): its pods go to the
+            // test's pool and, as KWOK completes a Job's pod at once otherwise, keep running.
+            "runtimePatches": [{"manager": "wlmap.test/e2e", "trainingRuntimeSpec": {"template": {"spec": {
+                "replicatedJobs": [{"name": "node", "template": {"spec": {"template": {
+                    "metadata": {"labels": {"wlmap.test/keep-running": "true"}},
+                    "spec": {"nodeSelector": {"wlmap.test/pool": "ctltj"}}}}}}]}}}}]}});
+    tb.kubectl(&["create", "-f", "-"], Some(&job.to_string()));
+    tb.wait_for("two pods, through the JobSet and its Job", 120, || {
+        tb.pods(ns).len() == 2
+    });
+    assert_eq!(tb.names("jobsets", ns).trim(), "jobset.jobset.x-k8s.io/tj");
+    let w = the_workload(&tb, ns, "TrainJob");
+    assert_eq!(w["resources"]["gpus"], 8.0, "{w}");
+    assert_eq!(w["pods"]["desired"], 2, "{w}");
+    tb.wait_for("both pods bound and running", 120, || {
+        let ps = tb.pods(ns);
+        ps.len() == 2 && ps.iter().all(|p| p["status"]["phase"] == "Running")
+    });
+    tb.wait_for("the Trainer's status shows the Job ready", 120, || {
+        tb.get_json(&["get", "trainjob/tj", "-n", ns])["status"]["jobsStatus"]
+            .as_array()
+            .is_some_and(|j| j.iter().any(|s| s["ready"] == 1))
+    });
+    let w = the_workload(&tb, ns, "TrainJob");
+    assert_eq!(w["pods"]["ready"], 2, "{w}");
+    assert_eq!(w["status"]["phase"], "Running", "{w}");
+}
+
+/// A LeaderWorkerSet of the real LWS operator (its webhook labels every pod with its group):
+/// two groups of a leader and three workers of 2 GPUs each, each group ganged on its own.
+/// On 6 GPUs no pod binds (a group needs 8; without the gang three pods of a group would);
+/// with 16 GPUs all eight bind; `wlmap get` shows one workload of 16 GPUs, Running once the
+/// operator counts both groups ready, and `describe` its two groups of four pods.
+#[test]
+#[ignore = "needs the scheduling testbed (see the file's doc)"]
+fn an_lws_of_the_real_operator_gangs_each_group() {
+    let tb = Testbed::scheduling();
+    require_operator("lws");
+    tb.namespace("wlmap-system");
+    let ns = "ctl-lws";
+    tb.namespace(ns);
+    tb.add_node("ctllws-gpu-0", "ctllws", 6);
+    let _ctl = Controller::start(&tb, "lws", "wlmap-lws");
+    let template = json!({"spec": {"nodeSelector": {"wlmap.test/pool": "ctllws"},
+        "containers": [gpu_container(2)]}});
+    let lws = json!({"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
+        "metadata": {"name": "serve", "namespace": ns},
+        "spec": {"replicas": 2, "leaderWorkerTemplate": {"size": 4,
+            "leaderTemplate": template, "workerTemplate": template}}});
+    tb.kubectl(&["create", "-f", "-"], Some(&lws.to_string()));
+    tb.wait_for("eight pods made by the LWS controller", 120, || {
+        tb.pods(ns).len() == 8
+    });
+    tb.wait_for("a PodGroup of four per group", 60, || {
+        pod_groups(&tb, ns) == ["serve-group-group-0", "serve-group-group-1"]
+    });
+    for g in ["serve-group-group-0", "serve-group-group-1"] {
+        let group = tb.get_json(&["get", &format!("podgroups.scheduling.k8s.io/{g}"), "-n", ns]);
+        assert_eq!(
+            group["spec"]["schedulingPolicy"]["gang"]["minCount"], 4,
+            "{group}"
+        );
+    }
+    for p in tb.pods(ns) {
+        let index = p["metadata"]["labels"]["leaderworkerset.sigs.k8s.io/group-index"]
+            .as_str()
+            .expect("the LWS webhook's group label")
+            .to_string();
+        assert_eq!(
+            p["spec"]["schedulingGroup"]["podGroupName"],
+            format!("serve-group-group-{index}"),
+            "{p}"
+        );
+    }
+    tb.wait_for("the scheduler to find each gang short of room", 120, || {
+        ["serve-group-group-0", "serve-group-group-1"]
+            .iter()
+            .all(|g| tb.pod_group_scheduled(ns, g) == Some(false))
+    });
+    let bound = || {
+        tb.pods(ns)
+            .iter()
+            .filter(|p| p["spec"]["nodeName"].is_string())
+            .count()
+    };
+    assert_eq!(
+        bound(),
+        0,
+        "6 GPUs hold three pods of a group, and a gang of 4 binds none"
+    );
+
+    tb.add_node("ctllws-gpu-1", "ctllws", 10);
+    tb.wait_for("all eight pods bound and running", 120, || {
+        let ps = tb.pods(ns);
+        ps.len() == 8 && ps.iter().all(|p| p["status"]["phase"] == "Running")
+    });
+    tb.wait_for("the LWS controller counts both groups ready", 120, || {
+        tb.get_json(&["get", "lws/serve", "-n", ns])["status"]["readyReplicas"] == 2
+    });
+    let items = json(&tb.wlmap(&["get", "-n", ns, "--all-types", "-o", "json"]))["items"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(items.len(), 1, "one workload, not StatefulSets: {items:#?}");
+    assert_eq!(items[0]["kind"], "LeaderWorkerSet");
+    assert_eq!(items[0]["resources"]["gpus"], 16.0, "{}", items[0]);
+    assert_eq!(items[0]["pods"]["ready"], 8, "{}", items[0]);
+    assert_eq!(items[0]["status"]["phase"], "Running", "{}", items[0]);
+    let d = json(&tb.wlmap(&["describe", "lws/serve", "-n", ns, "-o", "json"]));
+    fn pods_under(n: &Value) -> usize {
+        n["pods"].as_array().map_or(0, Vec::len)
+            + n["components"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(pods_under)
+                .sum::<usize>()
+    }
+    let groups: Vec<usize> = d["components"][0]["components"]
+        .as_array()
+        .expect("groups")
+        .iter()
+        .map(pods_under)
+        .collect();
+    assert_eq!(groups, [4, 4], "two groups of four pods: {d}");
+}
+
 /// A kind nobody knows: one Karta and then the kind's CRD applied with kubectl while the
 /// controller runs; from then on its workloads get a PodGroup and its pods join it.
 #[test]
@@ -430,12 +684,8 @@ fn a_kind_registered_with_one_karta_is_ganged() {
 fn faults_leave_no_duplicate_no_orphan_and_no_silent_gap() {
     let tb = Testbed::scheduling();
     tb.namespace("wlmap-system");
-    tb.apply_file(&testbed_crds().join("leaderworkerset.x-k8s.io_leaderworkersets.yaml"));
-    tb.apply_file(&testbed_crds().join("jobset.x-k8s.io_jobsets.yaml"));
-    tb.wait_established(&[
-        "crd/leaderworkersets.leaderworkerset.x-k8s.io",
-        "crd/jobsets.jobset.x-k8s.io",
-    ]);
+    require_operator("jobset");
+    require_operator("lws");
     let ns = "ctl-faults";
     tb.namespace(ns);
 
@@ -455,11 +705,14 @@ fn faults_leave_no_duplicate_no_orphan_and_no_silent_gap() {
     tb.wait_for("replica b takes over", 30, || {
         b.metric("wlmap_controller_leader") == 1.0
     });
+    // The real LWS controller makes each group's pods; no node is in their pool, so they
+    // stay Pending and take no other test's GPUs.
     let lws = |replicas: u32| {
         json!({"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
             "metadata": {"name": "serve", "namespace": ns},
             "spec": {"replicas": replicas, "leaderWorkerTemplate": {"size": 2,
-                "workerTemplate": {"spec": {"containers": [gpu_container(1)]}}}}})
+                "workerTemplate": {"spec": {"nodeSelector": {"wlmap.test/pool": "ctlfaults"},
+                    "containers": [gpu_container(1)]}}}}})
         .to_string()
     };
     tb.kubectl(&["apply", "-f", "-"], Some(&lws(2)));
@@ -488,13 +741,22 @@ fn faults_leave_no_duplicate_no_orphan_and_no_silent_gap() {
 
     // The API server restarts; the controller's watches resume from where they were.
     tb.restart_api_server();
-    let jobset = json!({"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
-        "metadata": {"name": "after", "namespace": ns},
+    let jobset = |name: &str| {
+        json!({"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+        "metadata": {"name": name, "namespace": ns},
         "spec": {"replicatedJobs": [{"name": "workers", "replicas": 2, "template": {"spec": {
             "parallelism": 1, "completions": 1, "template": {"metadata": {"labels": {"wlmap.test/keep-running": "true"}},
                 "spec": {"restartPolicy": "OnFailure", "nodeSelector": {"wlmap.test/pool": "ctlfaults"},
-                    "containers": [gpu_container(1)]}}}}}]}});
-    tb.kubectl(&["create", "-f", "-"], Some(&jobset.to_string()));
+                    "containers": [gpu_container(1)]}}}}}]}})
+        .to_string()
+    };
+    let jobset_pods = |name: &str| {
+        tb.pods(ns)
+            .into_iter()
+            .filter(|p| p["metadata"]["labels"]["jobset.sigs.k8s.io/jobset-name"] == name)
+            .collect::<Vec<Value>>()
+    };
+    tb.kubectl(&["create", "-f", "-"], Some(&jobset("after")));
     tb.wait_for("a group for a JobSet made after the restart", 120, || {
         pod_groups(&tb, ns).contains(&"after-gang".to_string())
     });
@@ -513,15 +775,12 @@ fn faults_leave_no_duplicate_no_orphan_and_no_silent_gap() {
             .sum::<f64>()
     };
     let before = fail_open();
-    let created = tb.get_json(&["get", "jobset/after", "-n", ns]);
-    for job in jobset_jobs(&created) {
-        tb.kubectl(&["create", "-f", "-"], Some(&job.to_string()));
-    }
+    tb.kubectl(&["create", "-f", "-"], Some(&jobset("unguarded")));
     tb.wait_for("the Jobs' pods created all the same", 60, || {
-        tb.pods(ns).len() == 2
+        jobset_pods("unguarded").len() == 2
     });
     assert!(
-        tb.pods(ns)
+        jobset_pods("unguarded")
             .iter()
             .all(|p| p["spec"]["schedulingGroup"].is_null()),
         "no webhook, no group"
@@ -546,7 +805,7 @@ fn faults_leave_no_duplicate_no_orphan_and_no_silent_gap() {
             .flatten()
             .any(|e| {
                 e["reason"] == "PodsWithoutGroup"
-                    && e["involvedObject"]["name"] == "after"
+                    && e["involvedObject"]["name"] == "unguarded"
                     && e["message"]
                         .as_str()
                         .is_some_and(|m| m.starts_with("2 pod(s)"))
@@ -582,16 +841,16 @@ fn gang_objects(tb: &Testbed, resource: &str, ns: &str) -> BTreeMap<String, Valu
 
 /// Hierarchical gangs (`--scheduler native-composite`, v1.37's alpha CompositePodGroup): a
 /// JobSet's roles are each a PodGroup of their own under a CompositePodGroup that needs every
-/// role, so no role binds without the others. A role added to the spec gives a new
-/// CompositePodGroup (its `minGroupCount` cannot change in place). On one node of 8 GPUs,
-/// where any single role of 4-GPU pods fits, no pod binds; the same role groups without their
-/// parent bind a role alone (the partial allocation); with a second node all four bind.
+/// role, so no role binds without the others. On one node of 8 GPUs, where any single role of
+/// 4-GPU pods fits, no pod binds; the same role groups without their parent bind a role alone
+/// (the partial allocation); with a second node all three bind. The JobSet webhook refuses a
+/// role added; a RayCluster's worker group added gives a new CompositePodGroup (its
+/// `minGroupCount` cannot change in place).
 #[test]
 #[ignore = "needs the scheduling testbed (see the file's doc)"]
 fn roles_are_ganged_together_by_a_composite_pod_group() {
     let tb = Testbed::scheduling();
-    tb.apply_file(&testbed_crds().join("jobset.x-k8s.io_jobsets.yaml"));
-    tb.wait_established(&["crd/jobsets.jobset.x-k8s.io"]);
+    require_operator("jobset");
     tb.namespace("wlmap-system");
     let ns = "ctl-composite";
     tb.namespace(ns);
@@ -664,9 +923,11 @@ fn roles_are_ganged_together_by_a_composite_pod_group() {
         ])
     );
 
-    // A role added: the parent needs three groups now, so it is a new object.
+    // The real JobSet webhook keeps the roles as they are (spec.replicatedJobs is
+    // immutable): a role added is refused with its own message, and the parent stays.
     let first_uid = parent["metadata"]["uid"].clone();
-    tb.kubectl(
+    let role = json!({"name": "eval", "replicas": 1, "template": job});
+    let refused = tb.kubectl_output(
         &[
             "patch",
             "jobset/train",
@@ -674,29 +935,18 @@ fn roles_are_ganged_together_by_a_composite_pod_group() {
             ns,
             "--type=json",
             "-p",
-            &json!([{"op": "add", "path": "/spec/replicatedJobs/-",
-                "value": {"name": "eval", "replicas": 1, "template": job}}])
-            .to_string(),
+            &json!([{"op": "add", "path": "/spec/replicatedJobs/-", "value": role}]).to_string(),
         ],
         None,
     );
-    tb.wait_for(
-        "the CompositePodGroup made anew for three roles",
-        60,
-        || {
-            composites().get("train-gang").is_some_and(|g| {
-                g["spec"]["schedulingPolicy"]["gang"]["minGroupCount"] == 3
-                    && g["metadata"]["uid"] != first_uid
-            })
-        },
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        !refused.status.success() && stderr.contains("field is immutable"),
+        "{stderr}"
     );
-    assert_eq!(leaves(3)["train-gang-replicatedjob-eval"], 1);
+    assert_eq!(composites()["train-gang"]["metadata"]["uid"], first_uid);
 
-    let created = tb.get_json(&["get", "jobset/train", "-n", ns]);
-    for job in jobset_jobs(&created) {
-        tb.kubectl(&["create", "-f", "-"], Some(&job.to_string()));
-    }
-    tb.wait_for("four pods created", 60, || tb.pods(ns).len() == 4);
+    tb.wait_for("three pods created", 60, || tb.pods(ns).len() == 3);
     for p in tb.pods(ns) {
         let role = p["metadata"]["labels"]["jobset.sigs.k8s.io/replicatedjob-name"]
             .as_str()
@@ -754,18 +1004,21 @@ fn roles_are_ganged_together_by_a_composite_pod_group() {
     );
 
     tb.add_node("cpg-gpu-1", "cpg", 8);
-    tb.wait_for("all four pods bound and running", 120, || {
+    tb.wait_for("all three pods bound and running", 120, || {
         let ps = tb.pods(ns);
-        ps.len() == 4 && ps.iter().all(|p| p["status"]["phase"] == "Running")
+        ps.len() == 3 && ps.iter().all(|p| p["status"]["phase"] == "Running")
     });
     assert_eq!(
         ctl.metric(r#"wlmap_admission_requests_total{result="grouped"}"#),
-        4.0
+        3.0
     );
 
     // What the server holds (its unset fields as null, its defaults) is not written again:
-    // a reconcile of the settled JobSet (its status written, as the JobSet controller does)
-    // applies nothing.
+    // once the JobSet controller has written the JobSet's status, a reconcile of the settled
+    // JobSet applies nothing.
+    tb.wait_for("the JobSet controller counts the Jobs ready", 60, || {
+        jobset_ready_jobs(&tb, ns, "train") == 3
+    });
     let applies = r#"wlmap_controller_gang_object_writes_total{action="apply"}"#;
     let reconciles = || {
         ["unchanged", "applied", "conflict", "error"]
@@ -778,22 +1031,53 @@ fn roles_are_ganged_together_by_a_composite_pod_group() {
             .sum::<f64>()
     };
     let (applied, settled) = (ctl.metric(applies), reconciles());
-    let status = jobset_status(&tb, ns, "train");
     tb.kubectl(
-        &[
-            "patch",
-            "jobset/train",
-            "-n",
-            ns,
-            "--subresource=status",
-            "--type=merge",
-            "-p",
-            &status.to_string(),
-        ],
+        &["annotate", "jobset/train", "-n", ns, "wlmap.test/touched=1"],
         None,
     );
     tb.wait_for("a reconcile of the JobSet", 60, || reconciles() > settled);
     assert_eq!(ctl.metric(applies), applied);
+
+    // A role added where the operator allows it (a RayCluster's worker group): the parent
+    // needs three groups now, and its minGroupCount cannot change in place, so it is a new
+    // object. The pods stay Pending (no node is in their pool).
+    let rns = "ctl-composite-ray";
+    tb.namespace(rns);
+    let mut ray = wlmap_e2e::raycluster(rns, "cpgray", 1);
+    tb.kubectl(&["create", "-f", "-"], Some(&ray.to_string()));
+    let ray_parent = || gang_objects(&tb, "compositepodgroups.scheduling.k8s.io", rns);
+    tb.wait_for("the RayCluster's CompositePodGroup", 60, || {
+        ray_parent()
+            .get("tune-gang")
+            .is_some_and(|g| g["spec"]["schedulingPolicy"]["gang"]["minGroupCount"] == 2)
+    });
+    let first_uid = ray_parent()["tune-gang"]["metadata"]["uid"].clone();
+    let mut second = ray["spec"]["workerGroupSpecs"][0].clone();
+    second["groupName"] = json!("eval");
+    second["replicas"] = json!(1);
+    ray["spec"]["workerGroupSpecs"] = json!([ray["spec"]["workerGroupSpecs"][0], second]);
+    tb.kubectl(
+        &[
+            "patch",
+            "raycluster/tune",
+            "-n",
+            rns,
+            "--type=merge",
+            "-p",
+            &json!({"spec": {"workerGroupSpecs": ray["spec"]["workerGroupSpecs"]}}).to_string(),
+        ],
+        None,
+    );
+    tb.wait_for(
+        "the CompositePodGroup made anew for three roles",
+        60,
+        || {
+            ray_parent().get("tune-gang").is_some_and(|g| {
+                g["spec"]["schedulingPolicy"]["gang"]["minGroupCount"] == 3
+                    && g["metadata"]["uid"] != first_uid
+            })
+        },
+    );
 }
 
 /// A sub-group's topology in the hierarchical form: the catalog's JobSet definition, applied
@@ -807,8 +1091,8 @@ fn a_role_required_in_one_rack_is_placed_in_one_rack() {
     tb.apply_file(
         &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../schema/crd/kartas.run.ai.yaml"),
     );
-    tb.apply_file(&testbed_crds().join("jobset.x-k8s.io_jobsets.yaml"));
-    tb.wait_established(&["crd/kartas.run.ai", "crd/jobsets.jobset.x-k8s.io"]);
+    require_operator("jobset");
+    tb.wait_established(&["crd/kartas.run.ai"]);
     tb.namespace("wlmap-system");
     let catalog = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../catalog/definitions/jobset-x-k8s-io-jobset-v1alpha2.yaml");
@@ -864,10 +1148,6 @@ fn a_role_required_in_one_rack_is_placed_in_one_rack() {
         json!([{"key": "wlmap.test/rack"}]),
         "{workers}"
     );
-    let created = tb.get_json(&["get", "jobset/train", "-n", ns]);
-    for job in jobset_jobs(&created) {
-        tb.kubectl(&["create", "-f", "-"], Some(&job.to_string()));
-    }
     tb.wait_for("all three pods bound", 120, || {
         let ps = tb.pods(ns);
         ps.len() == 3 && ps.iter().all(|p| p["spec"]["nodeName"].is_string())
@@ -894,11 +1174,10 @@ fn coscheduling_and_volcano_groups_and_a_foreign_group_left_alone() {
     tb.namespace("wlmap-system");
     tb.apply_file(&testbed_crds().join("schedulers/scheduling.x-k8s.io_podgroups.yaml"));
     tb.apply_file(&testbed_crds().join("schedulers/scheduling.volcano.sh_podgroups.yaml"));
-    tb.apply_file(&testbed_crds().join("jobset.x-k8s.io_jobsets.yaml"));
+    require_operator("jobset");
     tb.wait_established(&[
         "crd/podgroups.scheduling.x-k8s.io",
         "crd/podgroups.scheduling.volcano.sh",
-        "crd/jobsets.jobset.x-k8s.io",
     ]);
     let ns = "ctl-cosched";
     tb.namespace(ns);
@@ -935,10 +1214,6 @@ fn coscheduling_and_volcano_groups_and_a_foreign_group_left_alone() {
     let g = group("mine-gang");
     assert_eq!(g["spec"]["minMember"], 2, "{g}");
     assert_eq!(g["metadata"]["ownerReferences"][0]["name"], "mine", "{g}");
-    let created = tb.get_json(&["get", "jobset/mine", "-n", ns]);
-    for job in jobset_jobs(&created) {
-        tb.kubectl(&["create", "-f", "-"], Some(&job.to_string()));
-    }
     tb.wait_for("the Jobs' pods", 60, || tb.pods(ns).len() == 2);
     for p in tb.pods(ns) {
         assert_eq!(
@@ -985,10 +1260,6 @@ fn coscheduling_and_volcano_groups_and_a_foreign_group_left_alone() {
     // Two pods of one GPU, one CPU and 1 GiB each.
     assert_eq!(g["spec"]["minResources"]["nvidia.com/gpu"], "2", "{g}");
     assert_eq!(g["spec"]["minResources"]["cpu"], "2000m", "{g}");
-    let created = tb.get_json(&["get", "jobset/vol", "-n", vns]);
-    for job in jobset_jobs(&created) {
-        tb.kubectl(&["create", "-f", "-"], Some(&job.to_string()));
-    }
     tb.wait_for("the Jobs' pods", 60, || tb.pods(vns).len() == 2);
     for p in tb.pods(vns) {
         assert_eq!(

@@ -5,7 +5,7 @@
 
 use serde_json::Value;
 use std::collections::BTreeMap;
-use wlmap_e2e::{Testbed, fixtures, json, testbed_crds};
+use wlmap_e2e::{Testbed, fixtures, json, operator_crds, testbed_crds};
 
 fn stderr(o: &std::process::Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
@@ -49,12 +49,17 @@ fn expected(rel: &str) -> Value {
 fn against_a_real_api_server() {
     let tb = Testbed::from_env();
 
-    // Phase 1: framework CRDs (structural, so pruning and validation are real).
+    // Phase 1: framework CRDs (so pruning and validation are real): the operators' own, from
+    // their modules, and the gang schedulers' PodGroups from testbed/crds.
     for e in std::fs::read_dir(testbed_crds())
         .expect("crds")
         .filter_map(|e| e.ok())
     {
         tb.apply_file(&e.path());
+    }
+    let operators = ["jobset", "lws", "kuberay", "training-operator", "trainer"];
+    for crd in operators.into_iter().flat_map(operator_crds) {
+        tb.apply_server_side(&crd);
     }
     tb.wait_established(&["crd", "--all"]);
 

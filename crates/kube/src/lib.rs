@@ -57,6 +57,10 @@ pub enum Error {
     /// RBAC refused the request.
     #[error("forbidden: {0}")]
     Forbidden(String),
+    /// An admission webhook (an operator's validation, a policy engine) refused the write, in
+    /// its own words (a long value it quotes is elided).
+    #[error("refused: {0}")]
+    Refused(String),
     /// The object (or kind) does not exist.
     #[error("not found: {0}")]
     NotFound(String),
@@ -697,6 +701,44 @@ fn root_cause(e: &dyn std::error::Error) -> String {
     msg
 }
 
+/// Longest value an `Invalid value: V: detail` field error keeps; a longer one (a webhook
+/// quoting a whole list of pod templates) becomes `…`, so the refusal stays one readable line.
+const INVALID_VALUE_KEPT: usize = 80;
+
+/// `message` with each long value quoted by a Kubernetes field error (`Invalid value: V:`,
+/// V a JSON value) elided.
+///
+/// ```
+/// let m = r#"spec.replicatedJobs: Invalid value: [{"name":"node","template":{"spec":{"parallelism":2,"completions":2,"template":{}}}}]: field is immutable"#;
+/// assert_eq!(
+///     wlmap_kube::elide_invalid_values(m),
+///     "spec.replicatedJobs: Invalid value: …: field is immutable"
+/// );
+/// assert_eq!(wlmap_kube::elide_invalid_values("x: Invalid value: 3: too big"), "x: Invalid value: 3: too big");
+/// ```
+pub fn elide_invalid_values(message: &str) -> String {
+    const MARK: &str = "Invalid value: ";
+    let mut out = String::with_capacity(message.len());
+    let mut rest = message;
+    while let Some(at) = rest.find(MARK) {
+        let (head, tail) = rest.split_at(at + MARK.len());
+        out.push_str(head);
+        let mut values = serde_json::Deserializer::from_str(tail).into_iter::<Value>();
+        let len = match values.next() {
+            Some(Ok(_)) => values.byte_offset(),
+            _ => 0,
+        };
+        if len > INVALID_VALUE_KEPT {
+            out.push('…');
+            rest = &tail[len..];
+        } else {
+            rest = tail;
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
 /// Say how many attempts were made when a request failed after retries.
 fn gave_up(err: Error, attempts: u32) -> Error {
     if attempts <= 1 {
@@ -719,6 +761,14 @@ fn gave_up(err: Error, attempts: u32) -> Error {
 /// One error of a request to `server`, classified.
 fn classify(server: &str, e: kube::Error, what: &str) -> Error {
     match e {
+        // The API server answers a webhook's denial with the code the webhook chose (403 by
+        // default), so the message says which it is.
+        kube::Error::Api(s)
+            if s.message.contains("admission webhook")
+                && s.message.contains("denied the request") =>
+        {
+            Error::Refused(format!("{what}: {}", elide_invalid_values(&s.message)))
+        }
         kube::Error::Api(s) => match s.code {
             403 => Error::Forbidden(format!("{what}: {}", s.message)),
             404 => Error::NotFound(format!("{what}: {}", s.message)),
