@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """Record real workloads driven through their lifecycle on the scheduling testbed.
 
-    WLMAP_TESTBED_OPERATORS=kuberay testbed/with-testbed.sh \
+    WLMAP_TESTBED_OPERATORS=kuberay,jobset testbed/with-testbed.sh \
         python3 testbed/record/record.py crates/catalog/recorded [FLOW...]
 
 FLOW is `KIND/FLOW` (e.g. `job/failed`) or a kind (`job`, `deployment`, `statefulset`,
-`raycluster`, `rayjob`, `rayservice`); none means every flow. `--list` prints the flows.
+`raycluster`, `rayjob`, `rayservice`, `jobset`); none means every flow. `--list` prints the flows.
 `record.py --rejudge OUTDIR` judges the recorded objects again (no testbed needed).
 
 Each flow creates its own namespace and its own KWOK node pool, creates one workload, watches
@@ -327,6 +327,60 @@ def judge_rayservice(o):
     return "Undefined"
 
 
+def judge_jobset(o):
+    """jobset.x-k8s.io/v1alpha2 JobSet (JobSet v0.11.0; sigs.k8s.io/jobset
+    api/jobset/v1alpha2/jobset_types.go, pkg/controllers/jobset_controller.go). Its controller
+    writes conditions only when they become True (updateCondition), so a healthy running
+    JobSet has none: the per-replicatedJob counters say the rest."""
+    spec, st = o.get("spec") or {}, o.get("status") or {}
+    # Terminal: the Completed / Failed conditions, and status.terminalState ("Completed or
+    # Failed. Otherwise, it is empty"), written together by setJobSetCompletedCondition and
+    # the failure policy's setJobSetFailedCondition.
+    if cond_is(o, "Failed") or st.get("terminalState") == "Failed":
+        return "Failed"
+    if cond_is(o, "Completed") or st.get("terminalState") == "Completed":
+        return "Completed"
+    rjs = st.get("replicatedJobsStatus") or []
+
+    def total(field):
+        return sum(r.get(field) or 0 for r in rjs)
+    # Suspension. jobset_types.go JobSetSpec.suspend; suspendJobs suspends every child Job
+    # (whose controller deletes its pods) and sets Suspended=True. `active` counts child Jobs
+    # with a running or pending pod (ReplicatedJobStatus.active), so 0 means no pod is left.
+    if spec.get("suspend"):
+        return "Suspended" if total("active") == 0 else "Suspending"
+    # Resumed in the spec, the controller has not acted yet (resumeJobsIfNecessary sets
+    # Suspended=False, reason ResumeJobs, when it has): still Suspended, as judge_job reads
+    # the same moment (the JobSet controller reports no resuming phase of its own).
+    if cond_is(o, "Suspended"):
+        return "Suspended"
+    # A child Job failed and the JobSet is not finished: the failure policy restarts the
+    # JobSet (status.restarts + 1, every Job recreated) or fails it on its next reconcile
+    # (failure_policy.go executeFailurePolicy). A failure reported while the rest runs on.
+    # RestartingJobSet=True (reason: the failure policy rule) stays until every recreated Job
+    # is ready again (RestartingJobSet=False, reason JobsReady): the controller's own word that
+    # it is retrying after a failure, so the recreation reads Degraded, not Initializing.
+    if total("failed") > 0 or cond_is(o, "RestartingJobSet"):
+        return "Degraded"
+    # startupPolicyOrder InOrder: the replicated jobs are created one after the other, each
+    # once the one before is ready (startup_policy.go); StartupPolicyInProgress=True until
+    # the last one is. Starting: Initializing.
+    if cond_is(o, "StartupPolicyInProgress"):
+        return "Initializing"
+    # Work going on: a child Job ready (`ready`: its ready and completed pods reach its
+    # expected pod count) or done (`succeeded`). CONTESTABLE: a child Job `active` with no
+    # pod ready yet (pods Pending or starting) is read as Running too, as the shared corpus
+    # reads the same moments (jobset/v1.34.0/jobset-x-k8s-io-jobset-v1alpha2/running.yaml and
+    # completed.yaml: active 1, ready 0, judged Running); README's contract would say
+    # Initializing for pods that are only starting, but the counters cannot tell them from a
+    # pod that has just finished.
+    if total("ready") > 0 or total("succeeded") > 0 or total("active") > 0:
+        return "Running"
+    # Created (no status yet), or restarting (the Jobs of the last attempt deleted, the new
+    # ones not yet counted).
+    return "Initializing"
+
+
 JUDGES = {
     ("batch", "Job"): judge_job,
     ("apps", "Deployment"): judge_deployment,
@@ -334,6 +388,7 @@ JUDGES = {
     ("ray.io", "RayCluster"): judge_raycluster,
     ("ray.io", "RayJob"): judge_rayjob,
     ("ray.io", "RayService"): judge_rayservice,
+    ("jobset.x-k8s.io", "JobSet"): judge_jobset,
 }
 
 # Kinds whose status has observedGeneration (the staleObservedGeneration mark).
@@ -483,6 +538,7 @@ API = {
     "RayCluster": ("/apis/ray.io/v1", "rayclusters"),
     "RayJob": ("/apis/ray.io/v1", "rayjobs"),
     "RayService": ("/apis/ray.io/v1", "rayservices"),
+    "JobSet": ("/apis/jobset.x-k8s.io/v1alpha2", "jobsets"),
 }
 
 
@@ -1091,6 +1147,79 @@ def rayservice_initializing_timeout(c):
            "for good (Ready=False, reason InitializingTimeout) and deletes its RayCluster.")
 
 
+# JobSet (the real JobSet controller v0.11.0, its webhooks on)
+
+def jobset(c, name, workers=2, keep=True, gpus=2, **spec):
+    """A leader Job and `workers` worker Jobs of one pod each, on the flow's pool."""
+    labels = dict(KEEP) if keep else {}
+
+    def rjob(rname, replicas):
+        return {"name": rname, "replicas": replicas, "template": {"spec": {
+            "parallelism": 1, "completions": 1, "backoffLimit": 0,
+            "template": {"metadata": {"labels": labels},
+                         "spec": c.pod_spec(gpus, restartPolicy="Never")}}}}
+    return {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "metadata": {"name": name},
+            "spec": dict({"replicatedJobs": [rjob("leader", 1), rjob("workers", workers)]}, **spec)}
+
+
+def jobset_ready(jobs):
+    def ok(o):
+        return sum(r.get("ready") or 0 for r in st(o).get("replicatedJobsStatus") or []) == jobs
+    return ok
+
+
+def jobset_pods(c):
+    return [p for p in running_pods(c.pods()) if p["metadata"]["labels"].get("jobset.sigs.k8s.io/jobset-name")]
+
+
+@flow("jobset/completed", "jobset", "jobset-x-k8s-io-jobset-v1alpha2", "Completed")
+def jobset_completed(c):
+    c.add_node("gpu-0", 8)
+    c.create(jobset(c, "train", keep=False))
+    c.wait(lambda o: has_cond(o, "Completed"), "JobSet Completed")
+
+
+@flow("jobset/restarted-then-failed", "jobset", "jobset-x-k8s-io-jobset-v1alpha2", "Failed")
+def jobset_restarted_then_failed(c):
+    c.add_node("gpu-0", 8)
+    c.create(jobset(c, "train", failurePolicy={"maxRestarts": 1}))
+    c.wait(jobset_ready(3), "3 Jobs ready")
+    c.wait_pods(lambda ps: len(jobset_pods(c)) == 3, "3 pods running")
+    worker = next(p for p in jobset_pods(c) if p["metadata"]["labels"].get(
+        "jobset.sigs.k8s.io/replicatedjob-name") == "workers")
+    c.fail_pod(worker)
+    c.wait(lambda o: (st(o).get("restarts") or 0) == 1, "the failure policy restarts the JobSet")
+    c.wait(jobset_ready(3), "3 Jobs of the second attempt ready")
+    c.wait_pods(lambda ps: len([p for p in jobset_pods(c) if p["metadata"]["labels"].get(
+        "jobset.sigs.k8s.io/restart-attempt") == "1"]) == 3, "3 pods of the second attempt running")
+    worker = next(p for p in jobset_pods(c) if p["metadata"]["labels"].get(
+        "jobset.sigs.k8s.io/replicatedjob-name") == "workers"
+        and p["metadata"]["labels"].get("jobset.sigs.k8s.io/restart-attempt") == "1")
+    c.fail_pod(worker)
+    c.wait(lambda o: has_cond(o, "Failed"), "JobSet Failed (maxRestarts reached)")
+
+
+@flow("jobset/suspended-resumed", "jobset", "jobset-x-k8s-io-jobset-v1alpha2", "Running")
+def jobset_suspended_resumed(c):
+    c.add_node("gpu-0", 8)
+    c.create(jobset(c, "train"))
+    c.wait(jobset_ready(3), "3 Jobs ready")
+    c.patch("Suspend", {"spec": {"suspend": True}})
+    c.wait(lambda o: has_cond(o, "Suspended"), "Suspended condition")
+    c.wait_pods(lambda ps: not ps, "no pod left")
+    c.settle(1)
+    c.patch("Resume", {"spec": {"suspend": False}})
+    c.wait(jobset_ready(3), "3 Jobs ready again")
+
+
+@flow("jobset/startup-in-order", "jobset", "jobset-x-k8s-io-jobset-v1alpha2", "Running")
+def jobset_startup_in_order(c):
+    c.add_node("gpu-0", 8)
+    c.create(jobset(c, "train", startupPolicy={"startupPolicyOrder": "InOrder"}))
+    c.wait(lambda o: has_cond(o, "StartupPolicyCompleted"), "StartupPolicyCompleted")
+    c.wait(jobset_ready(3), "3 Jobs ready")
+
+
 # --------------------------------------------------------------------------------------------
 # Main
 
@@ -1101,6 +1230,11 @@ def collapse(states):
         if not out or out[-1] != s:
             out.append(s)
     return out
+
+
+# The testbed operator (WLMAP_TESTBED_OPERATORS) a flow's recordings need, by the operator
+# folder the recordings are written to; the built-in kinds need none.
+TESTBED_OPERATOR = {"kuberay": "kuberay", "jobset": "jobset"}
 
 
 def run_flow(f, outdir, nodes):
@@ -1177,8 +1311,9 @@ def main(argv):
     ops = os.environ.get("WLMAP_TESTBED_OPERATORS", "")
     nodes = []
     for f in chosen:
-        if f.operator == "kuberay" and "kuberay" not in ops.split(","):
-            print(f"{f.key}: skipped (needs WLMAP_TESTBED_OPERATORS=kuberay)", flush=True)
+        needs = TESTBED_OPERATOR.get(f.operator)
+        if needs and needs not in ops.split(","):
+            print(f"{f.key}: skipped (needs WLMAP_TESTBED_OPERATORS={needs})", flush=True)
             continue
         run_flow(f, outdir, nodes)
     for n in nodes:

@@ -550,6 +550,7 @@ fn conformance_command_reads_the_repository_recordings() {
         "batch-job-v1",
         "apps-statefulset-v1",
         "ray-io-raycluster-v1",
+        "jobset-x-k8s-io-jobset-v1alpha2",
     ] {
         assert!(out.contains(d), "{d}: {out}");
     }
