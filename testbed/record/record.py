@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """Record real workloads driven through their lifecycle on the scheduling testbed.
 
-    WLMAP_TESTBED_OPERATORS=kuberay,jobset testbed/with-testbed.sh \
+    WLMAP_TESTBED_OPERATORS=kuberay,jobset,lws testbed/with-testbed.sh \
         python3 testbed/record/record.py crates/catalog/recorded [FLOW...]
 
 FLOW is `KIND/FLOW` (e.g. `job/failed`) or a kind (`job`, `deployment`, `statefulset`,
-`raycluster`, `rayjob`, `rayservice`, `jobset`); none means every flow. `--list` prints the flows.
+`raycluster`, `rayjob`, `rayservice`, `jobset`, `lws`); none means every flow. `--list` prints the flows.
 `record.py --rejudge OUTDIR` judges the recorded objects again (no testbed needed).
 
 Each flow creates its own namespace and its own KWOK node pool, creates one workload, watches
@@ -381,6 +381,23 @@ def judge_jobset(o):
     return "Initializing"
 
 
+def judge_lws(o):
+    """leaderworkerset.x-k8s.io/v1 LeaderWorkerSet (LWS v0.9.0; sigs.k8s.io/lws
+    api/leaderworkerset/v1/leaderworkerset_types.go, pkg/controllers/leaderworkerset_controller.go
+    updateConditions). Its own signal: Available ("at least the minimum available groups are
+    up and running"), written when every group below spec.replicas is ready (leader pod
+    running and ready, worker StatefulSet ready) at the current template revision; otherwise
+    Progressing (with UpdateInProgress during a rolling update), the two mutually exclusive.
+    No failure condition exists: a group being recreated after a pod failed
+    (RecreateGroupOnPodRestart) is Progressing."""
+    # README: the kind's own signal says Running where its controller gives one, also while
+    # a new spec is not observed yet (staleObservedGeneration marks that version).
+    if cond_is(o, "Available"):
+        return "Running"
+    # Created (no status yet), starting, scaling, rolling out, recreating a group.
+    return "Initializing"
+
+
 JUDGES = {
     ("batch", "Job"): judge_job,
     ("apps", "Deployment"): judge_deployment,
@@ -389,10 +406,12 @@ JUDGES = {
     ("ray.io", "RayJob"): judge_rayjob,
     ("ray.io", "RayService"): judge_rayservice,
     ("jobset.x-k8s.io", "JobSet"): judge_jobset,
+    ("leaderworkerset.x-k8s.io", "LeaderWorkerSet"): judge_lws,
 }
 
 # Kinds whose status has observedGeneration (the staleObservedGeneration mark).
 OBSERVED_GENERATION = {("apps", "Deployment"), ("apps", "StatefulSet"), ("ray.io", "RayCluster"),
+                       ("leaderworkerset.x-k8s.io", "LeaderWorkerSet"),
                        ("ray.io", "RayService"), ("ray.io", "RayJob")}
 
 
@@ -539,6 +558,7 @@ API = {
     "RayJob": ("/apis/ray.io/v1", "rayjobs"),
     "RayService": ("/apis/ray.io/v1", "rayservices"),
     "JobSet": ("/apis/jobset.x-k8s.io/v1alpha2", "jobsets"),
+    "LeaderWorkerSet": ("/apis/leaderworkerset.x-k8s.io/v1", "leaderworkersets"),
 }
 
 
@@ -623,9 +643,10 @@ class Ctx:
         args = ["get", "pods", "-n", self.ns] + (["-l", selector] if selector else [])
         return kjson(*args)["items"]
 
-    def _terminate_pod(self, action, pod, phase, exit_code, reason):
+    def _terminate_pod(self, action, pod, phase, exit_code, reason, sticks=True):
         """Move a pod to a terminal phase through its status subresource (what a kubelet
-        would report), keeping its other conditions."""
+        would report), keeping its other conditions. `sticks`: check the phase stays (not
+        for a pod its controller replaces at once under the same name)."""
         now = now_rfc3339()
         st = pod.get("status") or {}
         conds = [c for c in st.get("conditions") or [] if c.get("type") not in ("Ready", "ContainersReady")]
@@ -648,6 +669,8 @@ class Ctx:
                                  "payload": payload})
         kubectl("patch", "pod", name, "-n", self.ns, "--subresource=status", "--type=merge",
                 "-p", json.dumps(payload))
+        if not sticks:
+            return
         # Check it sticks (KWOK must not move it back).
         self.wait_pods(lambda ps: any(p["metadata"]["name"] == name and p["status"].get("phase") == phase
                                       for p in ps), f"pod {name} {phase}")
@@ -656,8 +679,8 @@ class Ctx:
         if cur and cur[0]["status"].get("phase") != phase:
             self.note(f"pod {name} did not stay {phase} (now {cur[0]['status'].get('phase')})")
 
-    def fail_pod(self, pod):
-        self._terminate_pod("FailPod", pod, "Failed", 1, "Error")
+    def fail_pod(self, pod, sticks=True):
+        self._terminate_pod("FailPod", pod, "Failed", 1, "Error", sticks)
 
     def succeed_pod(self, pod):
         self._terminate_pod("SucceedPod", pod, "Succeeded", 0, "Completed")
@@ -1220,6 +1243,69 @@ def jobset_startup_in_order(c):
     c.wait(jobset_ready(3), "3 Jobs ready")
 
 
+# LeaderWorkerSet (the real LWS controller v0.9.0, its webhooks on)
+
+LWS_DEF = "leaderworkerset-x-k8s-io-leaderworkerset-v1"
+
+
+def lws(c, name, replicas, size=2, gpus=2):
+    """`replicas` groups of a leader and size-1 workers (the worker template for both)."""
+    return {"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
+            "metadata": {"name": name},
+            "spec": {"replicas": replicas, "leaderWorkerTemplate": {
+                "size": size, "workerTemplate": {"spec": c.pod_spec(gpus)}}}}
+
+
+def lws_done(n):
+    def ok(o):
+        s = st(o)
+        return (observed(o) and has_cond(o, "Available") and s.get("readyReplicas") == n
+                and s.get("updatedReplicas") == n and s.get("replicas") == n)
+    return ok
+
+
+@flow("lws/scaled", "lws", LWS_DEF, "Running")
+def lws_scaled(c):
+    c.add_node("gpu-0", 8)
+    c.add_node("gpu-1", 8)
+    c.create(lws(c, "serve", 1))
+    c.wait(lws_done(1), "1 group ready")
+    c.patch("Scale", {"spec": {"replicas": 3}})
+    c.wait(lws_done(3), "3 groups ready")
+    c.patch("Scale", {"spec": {"replicas": 1}})
+    c.wait(lws_done(1), "1 group again")
+    c.wait_pods(lambda ps: len(ps) == 2, "the pods of one group left")
+
+
+@flow("lws/rollout", "lws", LWS_DEF, "Running")
+def lws_rollout(c):
+    c.add_node("gpu-0", 8)
+    c.add_node("gpu-1", 8)
+    c.create(lws(c, "serve", 2))
+    c.wait(lws_done(2), "2 groups ready")
+    c.patch("UpdateTemplate", {"spec": {"leaderWorkerTemplate": {"workerTemplate": {
+        "metadata": {"annotations": {"wlmap.test/model-version": "v2"}}}}}})
+    c.wait(lambda o: has_cond(o, "UpdateInProgress"), "the rolling update under way")
+    c.wait(lambda o: lws_done(2)(o) and not has_cond(o, "UpdateInProgress"), "the rolling update done")
+
+
+@flow("lws/worker-failed", "lws", LWS_DEF, "Running")
+def lws_worker_failed(c):
+    c.add_node("gpu-0", 8)
+    c.create(lws(c, "serve", 1, size=3))
+    c.wait(lws_done(1), "the group ready")
+    ps = c.wait_pods(lambda ps: len(running_pods(ps)) == 3, "3 pods running")
+    worker = next(p for p in running_pods(ps)
+                  if p["metadata"]["labels"].get("leaderworkerset.sigs.k8s.io/worker-index") == "1")
+    uid = worker["metadata"]["uid"]
+    # The LWS pod controller deletes the failed pod's whole group (restartPolicy
+    # RecreateGroupOnPodRestart, the default) and the StatefulSets make it anew, same names.
+    c.fail_pod(worker, sticks=False)
+    c.wait_pods(lambda ps: uid not in [p["metadata"]["uid"] for p in ps] and len(running_pods(ps)) == 3,
+                "the group recreated, 3 pods running")
+    c.wait(lws_done(1), "the group ready again")
+
+
 # --------------------------------------------------------------------------------------------
 # Main
 
@@ -1234,7 +1320,7 @@ def collapse(states):
 
 # The testbed operator (WLMAP_TESTBED_OPERATORS) a flow's recordings need, by the operator
 # folder the recordings are written to; the built-in kinds need none.
-TESTBED_OPERATOR = {"kuberay": "kuberay", "jobset": "jobset"}
+TESTBED_OPERATOR = {"kuberay": "kuberay", "jobset": "jobset", "lws": "lws"}
 
 
 def run_flow(f, outdir, nodes):

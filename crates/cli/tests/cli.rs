@@ -551,6 +551,7 @@ fn conformance_command_reads_the_repository_recordings() {
         "apps-statefulset-v1",
         "ray-io-raycluster-v1",
         "jobset-x-k8s-io-jobset-v1alpha2",
+        "leaderworkerset-x-k8s-io-leaderworkerset-v1",
     ] {
         assert!(out.contains(d), "{d}: {out}");
     }
