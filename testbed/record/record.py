@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """Record real workloads driven through their lifecycle on the scheduling testbed.
 
-    WLMAP_TESTBED_OPERATORS=kuberay,jobset,lws testbed/with-testbed.sh \
+    WLMAP_TESTBED_OPERATORS=kuberay,jobset,lws,training-operator testbed/with-testbed.sh \
         python3 testbed/record/record.py crates/catalog/recorded [FLOW...]
 
 FLOW is `KIND/FLOW` (e.g. `job/failed`) or a kind (`job`, `deployment`, `statefulset`,
-`raycluster`, `rayjob`, `rayservice`, `jobset`, `lws`); none means every flow. `--list` prints the flows.
+`raycluster`, `rayjob`, `rayservice`, `jobset`, `lws`, `pytorchjob`); none means every flow. `--list` prints the flows.
 `record.py --rejudge OUTDIR` judges the recorded objects again (no testbed needed).
 
 Each flow creates its own namespace and its own KWOK node pool, creates one workload, watches
@@ -398,6 +398,40 @@ def judge_lws(o):
     return "Initializing"
 
 
+def judge_kubeflow_job(o):
+    """kubeflow.org/v1 PyTorchJob and the training operator's other kinds (v1.8.1;
+    github.com/kubeflow/training-operator pkg/apis/kubeflow.org/v1/common_types.go JobConditionType,
+    pkg/controller.v1/common/job.go ReconcileJobs, pkg/controller.v1/pytorch
+    pytorchjob_controller.go UpdateJobStatus)."""
+    spec = o.get("spec") or {}
+    # Terminal: Succeeded / Failed (common_types.go: "the job has ... terminated"), set by
+    # UpdateJobStatus from the master's (or, without one, the workers') pods.
+    if cond_is(o, "Failed"):
+        return "Failed"
+    if cond_is(o, "Succeeded"):
+        return "Completed"
+    # Suspension: runPolicy.suspend. ReconcileJobs deletes the pods, zeroes every replica's
+    # `active`, sets Running=False and Suspended=True in one status write, so Suspended=True is
+    # the controller's word that no pod is left; before it has acted: Suspending.
+    if (spec.get("runPolicy") or {}).get("suspend"):
+        return "Suspended" if cond_is(o, "Suspended") else "Suspending"
+    # Resumed in the spec, not acted on yet (then Suspended=False, reason ...Resumed): still
+    # Suspended, as judge_job and the shared corpus read an MPIJob
+    # (kubeflow/v1.34.0/kubeflow-org-mpijob-v2beta1/resumed.yaml).
+    if cond_is(o, "Suspended"):
+        return "Suspended"
+    # Restarting: a replica's pod failed with a restartable policy (ExitCode, OnFailure) and
+    # is recreated (common_types.go JobRestarting): a failure retried.
+    if cond_is(o, "Restarting"):
+        return "Degraded"
+    # Running: set once the master's pod (PyTorchJob) runs (pytorchjob_controller.go
+    # UpdateJobStatus), the kind's own signal.
+    if cond_is(o, "Running"):
+        return "Running"
+    # Created (JobCreated) and starting; or resumed, the pods made anew.
+    return "Initializing"
+
+
 JUDGES = {
     ("batch", "Job"): judge_job,
     ("apps", "Deployment"): judge_deployment,
@@ -407,6 +441,7 @@ JUDGES = {
     ("ray.io", "RayService"): judge_rayservice,
     ("jobset.x-k8s.io", "JobSet"): judge_jobset,
     ("leaderworkerset.x-k8s.io", "LeaderWorkerSet"): judge_lws,
+    ("kubeflow.org", "PyTorchJob"): judge_kubeflow_job,
 }
 
 # Kinds whose status has observedGeneration (the staleObservedGeneration mark).
@@ -559,6 +594,7 @@ API = {
     "RayService": ("/apis/ray.io/v1", "rayservices"),
     "JobSet": ("/apis/jobset.x-k8s.io/v1alpha2", "jobsets"),
     "LeaderWorkerSet": ("/apis/leaderworkerset.x-k8s.io/v1", "leaderworkersets"),
+    "PyTorchJob": ("/apis/kubeflow.org/v1", "pytorchjobs"),
 }
 
 
@@ -1306,6 +1342,62 @@ def lws_worker_failed(c):
     c.wait(lws_done(1), "the group ready again")
 
 
+# PyTorchJob (the real Kubeflow training operator v1.8.1, its webhook on). Its pods are not
+# a Job's: KWOK runs them until the flow moves them (SucceedPod, FailPod).
+
+PYTORCH_DEF = "kubeflow-org-pytorchjob-v1"
+
+
+def pytorchjob(c, name, workers=1, restart="Never", gpus=2, **run_policy):
+    def replicas(n):
+        ctr = c.container(gpus, name="pytorch")
+        return {"replicas": n, "restartPolicy": restart,
+                "template": {"spec": {"nodeSelector": {"wlmap.test/pool": c.pool}, "containers": [ctr]}}}
+    spec = {"pytorchReplicaSpecs": {"Master": replicas(1), "Worker": replicas(workers)}}
+    if run_policy:
+        spec["runPolicy"] = run_policy
+    return {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "metadata": {"name": name}, "spec": spec}
+
+
+def replica_pod(c, rtype):
+    ps = c.wait_pods(lambda ps: any(p["metadata"]["labels"].get("training.kubeflow.org/replica-type") == rtype
+                                    for p in running_pods(ps)), f"a running {rtype} pod")
+    return next(p for p in running_pods(ps) if p["metadata"]["labels"].get("training.kubeflow.org/replica-type") == rtype)
+
+
+@flow("pytorchjob/succeeded", "kubeflow", PYTORCH_DEF, "Completed")
+def pytorchjob_succeeded(c):
+    c.add_node("gpu-0", 8)
+    c.create(pytorchjob(c, "pt"))
+    c.wait(lambda o: has_cond(o, "Running"), "Running condition")
+    c.wait_pods(lambda ps: len(running_pods(ps)) == 2, "master and worker running")
+    c.succeed_pod(replica_pod(c, "worker"))
+    c.succeed_pod(replica_pod(c, "master"))
+    c.wait(lambda o: has_cond(o, "Succeeded"), "Succeeded condition")
+
+
+@flow("pytorchjob/failed", "kubeflow", PYTORCH_DEF, "Failed")
+def pytorchjob_failed(c):
+    c.add_node("gpu-0", 8)
+    c.create(pytorchjob(c, "pt"))
+    c.wait(lambda o: has_cond(o, "Running"), "Running condition")
+    c.fail_pod(replica_pod(c, "master"))
+    c.wait(lambda o: has_cond(o, "Failed"), "Failed condition")
+
+
+@flow("pytorchjob/suspended-resumed", "kubeflow", PYTORCH_DEF, "Running")
+def pytorchjob_suspended_resumed(c):
+    c.add_node("gpu-0", 8)
+    c.create(pytorchjob(c, "pt"))
+    c.wait(lambda o: has_cond(o, "Running"), "Running condition")
+    c.patch("Suspend", {"spec": {"runPolicy": {"suspend": True}}})
+    c.wait(lambda o: has_cond(o, "Suspended"), "Suspended condition")
+    c.wait_pods(lambda ps: not ps, "no pod left")
+    c.settle(1)
+    c.patch("Resume", {"spec": {"runPolicy": {"suspend": False}}})
+    c.wait(lambda o: has_cond(o, "Running") and has_cond(o, "Suspended", "False"), "Running again")
+
+
 # --------------------------------------------------------------------------------------------
 # Main
 
@@ -1320,7 +1412,8 @@ def collapse(states):
 
 # The testbed operator (WLMAP_TESTBED_OPERATORS) a flow's recordings need, by the operator
 # folder the recordings are written to; the built-in kinds need none.
-TESTBED_OPERATOR = {"kuberay": "kuberay", "jobset": "jobset", "lws": "lws"}
+TESTBED_OPERATOR = {"kuberay": "kuberay", "jobset": "jobset", "lws": "lws",
+                    "kubeflow": "training-operator"}
 
 
 def run_flow(f, outdir, nodes):

@@ -552,6 +552,7 @@ fn conformance_command_reads_the_repository_recordings() {
         "ray-io-raycluster-v1",
         "jobset-x-k8s-io-jobset-v1alpha2",
         "leaderworkerset-x-k8s-io-leaderworkerset-v1",
+        "kubeflow-org-pytorchjob-v1",
     ] {
         assert!(out.contains(d), "{d}: {out}");
     }
