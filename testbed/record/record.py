@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """Record real workloads driven through their lifecycle on the scheduling testbed.
 
-    WLMAP_TESTBED_OPERATORS=kuberay,jobset,lws,training-operator testbed/with-testbed.sh \
+    WLMAP_TESTBED_OPERATORS=kuberay,jobset,lws,training-operator,trainer testbed/with-testbed.sh \
         python3 testbed/record/record.py crates/catalog/recorded [FLOW...]
 
 FLOW is `KIND/FLOW` (e.g. `job/failed`) or a kind (`job`, `deployment`, `statefulset`,
-`raycluster`, `rayjob`, `rayservice`, `jobset`, `lws`, `pytorchjob`); none means every flow. `--list` prints the flows.
+`raycluster`, `rayjob`, `rayservice`, `jobset`, `lws`, `pytorchjob`, `trainjob`); none means
+every flow. `--list` prints the flows.
 `record.py --rejudge OUTDIR` judges the recorded objects again (no testbed needed).
 
 Each flow creates its own namespace and its own KWOK node pool, creates one workload, watches
@@ -432,6 +433,43 @@ def judge_kubeflow_job(o):
     return "Initializing"
 
 
+def judge_trainjob(o):
+    """trainer.kubeflow.org/v1alpha1 TrainJob (Kubeflow Trainer v2.3.0;
+    github.com/kubeflow/trainer pkg/apis/trainer/v1alpha1/trainjob_types.go,
+    pkg/controller/trainjob_controller.go, pkg/runtime/framework/plugins/jobset/jobset.go
+    Status). The Trainer runs a TrainJob as a JobSet and copies its state: Complete / Failed
+    from the JobSet's Completed / Failed, jobsStatus from its replicatedJobsStatus."""
+    spec, st = o.get("spec") or {}, o.get("status") or {}
+    if cond_is(o, "Failed"):
+        return "Failed"
+    if cond_is(o, "Complete"):
+        return "Completed"
+    jobs = st.get("jobsStatus") or []
+
+    def total(field):
+        return sum(j.get(field) or 0 for j in jobs)
+    # Suspension: spec.suspend suspends the JobSet (whose controller suspends its Jobs, whose
+    # pods go); setSuspendedCondition writes Suspended=True at once. Suspended once no Job is
+    # `active` (no pod left) and the condition is written, else Suspending.
+    if spec.get("suspend"):
+        return "Suspended" if cond_is(o, "Suspended") and total("active") == 0 else "Suspending"
+    # Resumed in the spec, not acted on yet (setSuspendedCondition then writes Suspended=False,
+    # reason Resumed): Resuming, README's word for a controller still reporting suspended
+    # after a resume. (judge_job and judge_jobset read the same moment Suspended, after the
+    # shared corpus's MPIJob.)
+    if cond_is(o, "Suspended"):
+        return "Resuming"
+    # A child Job failed, the TrainJob not finished: the JobSet's failure policy restarts or
+    # fails it.
+    if total("failed") > 0:
+        return "Degraded"
+    # As judge_jobset (the counters are the JobSet's): a Job ready, done or active → Running,
+    # with the same contestable reading of an active Job with no pod ready.
+    if total("ready") > 0 or total("succeeded") > 0 or total("active") > 0:
+        return "Running"
+    return "Initializing"  # created, the JobSet and its Jobs not counted yet
+
+
 JUDGES = {
     ("batch", "Job"): judge_job,
     ("apps", "Deployment"): judge_deployment,
@@ -442,6 +480,7 @@ JUDGES = {
     ("jobset.x-k8s.io", "JobSet"): judge_jobset,
     ("leaderworkerset.x-k8s.io", "LeaderWorkerSet"): judge_lws,
     ("kubeflow.org", "PyTorchJob"): judge_kubeflow_job,
+    ("trainer.kubeflow.org", "TrainJob"): judge_trainjob,
 }
 
 # Kinds whose status has observedGeneration (the staleObservedGeneration mark).
@@ -595,6 +634,7 @@ API = {
     "JobSet": ("/apis/jobset.x-k8s.io/v1alpha2", "jobsets"),
     "LeaderWorkerSet": ("/apis/leaderworkerset.x-k8s.io/v1", "leaderworkersets"),
     "PyTorchJob": ("/apis/kubeflow.org/v1", "pytorchjobs"),
+    "TrainJob": ("/apis/trainer.kubeflow.org/v1alpha1", "trainjobs"),
 }
 
 
@@ -1398,6 +1438,79 @@ def pytorchjob_suspended_resumed(c):
     c.wait(lambda o: has_cond(o, "Running") and has_cond(o, "Suspended", "False"), "Running again")
 
 
+# TrainJob (the real Kubeflow Trainer v2.3.0 on the real JobSet controller, webhooks on),
+# from the torch-distributed ClusterTrainingRuntime its install ships.
+
+TRAINJOB_DEF = "trainer-kubeflow-org-trainjob-v1alpha1"
+
+
+def trainjob(c, name, keep=True, runtime=None, **spec):
+    """Two nodes of 2 GPUs on the flow's pool; `keep`: its pods stay running (a runtime patch,
+    as a user writes one: the Trainer puts no label of the TrainJob's on the pods)."""
+    pod = {"spec": {"nodeSelector": {"wlmap.test/pool": c.pool}}}
+    if keep:
+        pod["metadata"] = {"labels": dict(KEEP)}
+    res = {"nvidia.com/gpu": "2", "cpu": "1", "memory": "1Gi"}
+    ref = {"name": runtime, "kind": "TrainingRuntime"} if runtime else {"name": "torch-distributed"}
+    return {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob", "metadata": {"name": name},
+            "spec": dict({"runtimeRef": ref,
+                          "trainer": {"numNodes": 2, "resourcesPerNode": {"requests": res, "limits": dict(res)}},
+                          "runtimePatches": [{"manager": "wlmap.test/record", "trainingRuntimeSpec": {"template": {
+                              "spec": {"replicatedJobs": [{"name": "node", "template": {"spec": {
+                                  "template": pod}}}]}}}}]}, **spec)}
+
+
+def trainjob_ready(o):
+    return sum(j.get("ready") or 0 for j in st(o).get("jobsStatus") or []) == 1
+
+
+@flow("trainjob/running", "trainer", TRAINJOB_DEF, "Running")
+def trainjob_running(c):
+    c.add_node("gpu-0", 8)
+    c.create(trainjob(c, "tj"))
+    c.wait(trainjob_ready, "the node Job ready")
+
+
+@flow("trainjob/succeeded", "trainer", TRAINJOB_DEF, "Completed")
+def trainjob_succeeded(c):
+    c.add_node("gpu-0", 8)
+    c.create(trainjob(c, "tj", keep=False))
+    c.wait(lambda o: has_cond(o, "Complete"), "Complete condition")
+
+
+@flow("trainjob/failed", "trainer", TRAINJOB_DEF, "Failed")
+def trainjob_failed(c):
+    # The shipped runtime's Job keeps the default backoffLimit (6): a namespaced runtime, the
+    # shipped one as the cluster holds it with backoffLimit 0, fails on the first failed pod.
+    shipped = kjson("get", "clustertrainingruntime", "torch-distributed")
+    spec = copy.deepcopy(shipped["spec"])
+    for rj in spec["template"]["spec"]["replicatedJobs"]:
+        rj["template"].setdefault("spec", {})["backoffLimit"] = 0
+    kubectl("create", "-f", "-", stdin=json.dumps({
+        "apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainingRuntime",
+        "metadata": {"name": "torch-no-retry", "namespace": c.ns}, "spec": spec}))
+    c.add_node("gpu-0", 8)
+    c.create(trainjob(c, "tj", runtime="torch-no-retry"))
+    c.wait(trainjob_ready, "the node Job ready")
+    ps = c.wait_pods(lambda ps: len(running_pods(ps)) == 2, "2 pods running")
+    c.fail_pod(running_pods(ps)[0])
+    c.wait(lambda o: has_cond(o, "Failed"), "Failed condition")
+
+
+@flow("trainjob/suspended-resumed", "trainer", TRAINJOB_DEF, "Running")
+def trainjob_suspended_resumed(c):
+    c.add_node("gpu-0", 8)
+    c.create(trainjob(c, "tj"))
+    c.wait(trainjob_ready, "the node Job ready")
+    c.patch("Suspend", {"spec": {"suspend": True}})
+    c.wait(lambda o: has_cond(o, "Suspended"), "Suspended condition")
+    c.wait_pods(lambda ps: not ps, "no pod left")
+    c.wait(lambda o: sum(j.get("active") or 0 for j in st(o).get("jobsStatus") or []) == 0, "no Job active")
+    c.settle(1)
+    c.patch("Resume", {"spec": {"suspend": False}})
+    c.wait(trainjob_ready, "the node Job ready again")
+
+
 # --------------------------------------------------------------------------------------------
 # Main
 
@@ -1413,7 +1526,7 @@ def collapse(states):
 # The testbed operator (WLMAP_TESTBED_OPERATORS) a flow's recordings need, by the operator
 # folder the recordings are written to; the built-in kinds need none.
 TESTBED_OPERATOR = {"kuberay": "kuberay", "jobset": "jobset", "lws": "lws",
-                    "kubeflow": "training-operator"}
+                    "kubeflow": "training-operator", "trainer": "trainer"}
 
 
 def run_flow(f, outdir, nodes):

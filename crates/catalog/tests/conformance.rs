@@ -1,7 +1,7 @@
 //! Recorded states of real operators: every definite state must agree. Two corpora:
 //! - `crates/catalog/recorded`, this repository's recordings of the scheduling testbed (real
-//!   kube-controller-manager and kube-scheduler v1.37.2, KWOK nodes, the real KubeRay, JobSet, LWS
-//!   and Kubeflow training operators),
+//!   kube-controller-manager and kube-scheduler v1.37.2, KWOK nodes, the real KubeRay, JobSet, LWS,
+//!   Kubeflow training operator and Trainer),
 //!   made by `testbed/record/record.py`; always present;
 //! - `../shared/conformance/recorded` beside the repository (or `WLMAP_CONFORMANCE_DIR`):
 //!   recordings of other operators on another cluster. When it is absent the test says so and
@@ -56,6 +56,7 @@ fn every_recording_of_this_repository_agrees() {
         "jobset-x-k8s-io-jobset-v1alpha2",
         "leaderworkerset-x-k8s-io-leaderworkerset-v1",
         "kubeflow-org-pytorchjob-v1",
+        "trainer-kubeflow-org-trainjob-v1alpha1",
     ] {
         let c = tally.per_definition.get(d);
         assert!(

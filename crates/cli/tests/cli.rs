@@ -553,6 +553,7 @@ fn conformance_command_reads_the_repository_recordings() {
         "jobset-x-k8s-io-jobset-v1alpha2",
         "leaderworkerset-x-k8s-io-leaderworkerset-v1",
         "kubeflow-org-pytorchjob-v1",
+        "trainer-kubeflow-org-trainjob-v1alpha1",
     ] {
         assert!(out.contains(d), "{d}: {out}");
     }
