@@ -152,6 +152,10 @@ fn render() -> String {
         }
     }
     s.push_str(&updates(&kartas));
+    // Written by hand from what the testbed's real operators accept (each row names the test
+    // or recording that shows it).
+    s.push('\n');
+    s.push_str(&std::fs::read_to_string(root.join("OPERATOR-UPDATES.md")).unwrap_or_default());
     // Written by hand from `scripts/go-catalog-diff.py` (the Go definitions it reads are not in
     // this repository, so no test can run it).
     s.push('\n');

@@ -212,6 +212,45 @@ fn a_jobset_is_ganged_as_one_workload() {
     let (code, page) = ctl.get("/");
     assert_eq!(code, 200);
     assert!(page.contains("<script src=\"/app.js\""), "{page}");
+
+    // Suspended, the JobSet webhook lets the pod templates' labels, annotations, node
+    // selectors and tolerations change (what Kueue changes): `wlmap set --label` writes. The
+    // scheduler name stays immutable: refused in the operator's words, exit 5.
+    tb.kubectl(
+        &[
+            "patch",
+            "jobset/train",
+            "-n",
+            ns,
+            "--type=merge",
+            "-p",
+            r#"{"spec":{"suspend":true}}"#,
+        ],
+        None,
+    );
+    let o = tb.wlmap(&["set", "jobset/train", "-n", ns, "--label", "team=a"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let js = tb.get_json(&["get", "jobset/train", "-n", ns]);
+    for rj in js["spec"]["replicatedJobs"]
+        .as_array()
+        .expect("replicatedJobs")
+    {
+        assert_eq!(
+            rj["template"]["spec"]["template"]["metadata"]["labels"]["team"], "a",
+            "{js}"
+        );
+    }
+    let o = tb.wlmap(&[
+        "set",
+        "jobset/train",
+        "-n",
+        ns,
+        "--scheduler-name",
+        "kai-scheduler",
+    ]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(5), "{stderr}");
+    assert!(stderr.contains("field is immutable"), "{stderr}");
 }
 
 /// The webhook fetches an owner its inventory has not seen: with every JobSet watch of the
