@@ -2,7 +2,7 @@
 # Build (or reuse) the testbed binaries: kube-apiserver, kubectl,
 # kube-controller-manager, kube-scheduler and etcd at the versions pinned in
 # testbed/go.mod, plus KWOK, the KubeRay, JobSet, LeaderWorkerSet, Kubeflow training
-# operator and Kubeflow Trainer operators, helm and promtool at the versions pinned below
+# operator, Kubeflow Trainer and MPI operators, helm and promtool at the versions pinned below
 # (each from its own published module).
 #
 #   testbed/build.sh            # prints the bin directory on stdout
@@ -123,6 +123,7 @@ ADDONS=(
   "lws|sigs.k8s.io/lws@v0.9.0|./cmd|lws-manager|config|"
   "training-operator|github.com/kubeflow/training-operator@v1.8.1|./cmd/training-operator.v1|training-operator|manifests|"
   "trainer|github.com/kubeflow/trainer/v2@v2.3.0|./cmd/trainer-controller-manager|trainer-manager|manifests|"
+  "mpi-operator|github.com/kubeflow/mpi-operator@v0.8.0|./cmd/mpi-operator|mpi-operator|manifests|"
 )
 
 build_addon() { # NAME MODULE@VERSION PKG BINARY MANIFESTS TAGS

@@ -6,7 +6,8 @@ what the testbed runs, changing only what running outside a cluster forces:
 
 writes
   OUT_DIR/NAME-manifests.json  a List: the operator's Namespace, its CRDs (of the API groups
-                               GROUP...) and its webhook configurations, each webhook (and CRD
+                               GROUP..., but those named in $EXCLUDE_CRDS, comma-separated)
+                               and its webhook configurations, each webhook (and CRD
                                conversion webhook) reached at URL + its own path with the CA of
                                CA_FILE as caBundle, everything else as upstream wrote it
                                (failure policies, rules, object selectors)
@@ -91,6 +92,7 @@ def container_env(container, deployment):
 def main():
     name, rendered, out, url, ca_file, deployment_name, groups = sys.argv[1:8]
     groups = groups.split(",")
+    excluded = set(filter(None, os.environ.get("EXCLUDE_CRDS", "").split(",")))
     with open(ca_file, "rb") as f:
         ca = base64.b64encode(f.read()).decode()
     with open(rendered) as f:
@@ -109,6 +111,8 @@ def main():
         kind, meta = d.get("kind"), d["metadata"]
         if kind == "Namespace" and meta["name"] == namespace:
             items.append(d)
+        elif kind == "CustomResourceDefinition" and meta["name"] in excluded:
+            continue  # another operator's (start.sh: MPIJob has two)
         elif kind == "CustomResourceDefinition" and d["spec"]["group"] in groups:
             conv = d["spec"].get("conversion", {})
             if conv.get("strategy") == "Webhook":

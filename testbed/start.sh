@@ -22,7 +22,9 @@
 #                              (no node exists until a test adds one)
 #   WLMAP_TESTBED_OPERATORS    operators to start, comma-separated (implies
 #                              SCHEDULING): kuberay, jobset, lws, training-operator,
-#                              trainer (Kubeflow Trainer; it needs jobset too)
+#                              trainer (Kubeflow Trainer; it needs jobset too),
+#                              mpi-operator (MPIJob v2beta1; with training-operator, that one
+#                              runs without its MPIJob v1)
 #   WLMAP_TESTBED_START_TIMEOUT  seconds to wait for readiness (default 120)
 #   WLMAP_TESTBED_KEEP=1       on failure keep DIR (logs) instead of removing it
 set -euo pipefail
@@ -42,8 +44,8 @@ SCHEDULING="${WLMAP_TESTBED_SCHEDULING:-0}"
 OPERATORS="${WLMAP_TESTBED_OPERATORS:-}"
 for op in ${OPERATORS//,/ }; do
   case "$op" in
-    kuberay|jobset|lws|training-operator|trainer) ;;
-    *) die "unknown operator $op (known: kuberay, jobset, lws, training-operator, trainer)" ;;
+    kuberay|jobset|lws|training-operator|trainer|mpi-operator) ;;
+    *) die "unknown operator $op (known: kuberay, jobset, lws, training-operator, trainer, mpi-operator)" ;;
   esac
 done
 case ",$OPERATORS," in *,trainer,*)
@@ -528,7 +530,7 @@ start_operator() {
   fi
   "$BIN/kubectl" kustomize "$manifests/$overlay" >"$DIR/$name/rendered.yaml" 2>>"$DIR/logs/setup.log" \
     || die "kubectl kustomize $manifests/$overlay failed (see $DIR/logs/setup.log)"
-  PROBE_PORT="$probe" STATUS_PORT="$status" python3 "$HERE/operator.py" "$name" "$DIR/$name/rendered.yaml" "$DIR/$name" \
+  PROBE_PORT="$probe" STATUS_PORT="$status" EXCLUDE_CRDS="${EXCLUDE_CRDS[$name]:-}" python3 "$HERE/operator.py" "$name" "$DIR/$name/rendered.yaml" "$DIR/$name" \
     "https://127.0.0.1:$webhook" "$ca" "$deployment" "$groups" \
     2>>"$DIR/logs/setup.log" || die "testbed/operator.py $name failed (see $DIR/logs/setup.log)"
   # Server-side: the CRDs are larger than client-side apply's annotation allows.
@@ -538,6 +540,8 @@ start_operator() {
   local args=() env=() secret
   mapfile -t args <"$DIR/$name/$name-args"
   mapfile -t env <"$DIR/$name/$name-env"
+  # shellcheck disable=SC2206 # the extra arguments split into words
+  args+=(${EXTRA_ARGS[$name]:-})
   if [ "$certs" = rotator ]; then
     secret="$(cat "$DIR/$name/$name-secret")"
     [ -n "$secret" ] || die "$name: its install names no webhook certificate Secret"
@@ -574,7 +578,14 @@ start_operator() {
   fi
   log "$name operator ready (webhooks on 127.0.0.1:$webhook)"
 }
-declare -A OPERATOR_PID=()
+declare -A OPERATOR_PID=() EXCLUDE_CRDS=() EXTRA_ARGS=()
+# MPIJob has two operators with one CRD name (mpijobs.kubeflow.org): the training operator's
+# v1 and the MPI operator's v2beta1, which the catalog reads. With both, the training operator
+# runs without its MPIJob (its own --enable-scheme flag, every other kind it serves named).
+case ",$OPERATORS," in *,mpi-operator,*)
+  EXCLUDE_CRDS[training-operator]=mpijobs.kubeflow.org
+  EXTRA_ARGS[training-operator]="--enable-scheme=pytorchjob --enable-scheme=tfjob --enable-scheme=xgboostjob --enable-scheme=paddlejob --enable-scheme=mxjob"
+esac
 # name | binary | overlay (kustomize directory in the copied manifests) | Deployment | CRD
 # groups | certificates | resource line to drop | overlay applied once ready | CRDs to wait for
 OPERATOR_TABLE=(
@@ -586,10 +597,42 @@ OPERATOR_TABLE=(
 for row in "${OPERATOR_TABLE[@]}"; do
   IFS='|' read -r name binary overlay deployment groups certs drop after crds <<<"$row"
   case ",$OPERATORS," in *,"$name",*) ;; *) continue ;; esac
+  [ -z "${EXCLUDE_CRDS[$name]:-}" ] || crds="${crds//crd\/${EXCLUDE_CRDS[$name]}/}"
   # shellcheck disable=SC2086 # the CRD list splits into arguments
   start_operator "$name" "$binary" "$overlay" "$deployment" "$groups" "$certs" "$drop" "$after" $crds
   OPERATOR_PID[$name]="$(cat "$DIR/pids/$binary.pid")"
 done
+# Kubeflow's MPI operator (MPIJob kubeflow.org/v2beta1): a client-go controller with no
+# webhook and no configuration; its install (`manifests/overlays/standalone`) gives the CRD,
+# its lock namespace and its arguments. It always runs leader election (a Lease in that
+# namespace) and serves its health check on :8080 of every interface (a constant in its code:
+# one such testbed per machine); it is ready once it holds the Lease.
+MPI_OPERATOR_PID=""
+case ",$OPERATORS," in *,mpi-operator,*)
+  [ -x "$BIN/mpi-operator" ] || die "missing $BIN/mpi-operator (run testbed/build.sh)"
+  mkdir -p "$DIR/mpi-operator"
+  "$BIN/kubectl" kustomize "$(dirname "$BIN")/mpi-operator/overlays/standalone" \
+    >"$DIR/mpi-operator/rendered.yaml" 2>>"$DIR/logs/setup.log" || die "kubectl kustomize of the MPI operator failed"
+  # No webhook: operator.py is asked for the CRDs, the namespace and the arguments only.
+  PROBE_PORT=0 STATUS_PORT=0 python3 "$HERE/operator.py" mpi-operator "$DIR/mpi-operator/rendered.yaml" \
+    "$DIR/mpi-operator" https://127.0.0.1:0 "$PKI/ca.crt" mpi-operator kubeflow.org \
+    2>>"$DIR/logs/setup.log" || die "testbed/operator.py mpi-operator failed (see $DIR/logs/setup.log)"
+  "${KC[@]}" apply --server-side --force-conflicts -f "$DIR/mpi-operator/mpi-operator-manifests.json" \
+    >>"$DIR/logs/setup.log" 2>&1 || die "applying the MPI operator's manifests failed (see $DIR/logs/setup.log)"
+  wait_established crd/mpijobs.kubeflow.org || die "MPIJob CRD not established"
+  mapfile -t args <"$DIR/mpi-operator/mpi-operator-args"
+  launch mpi-operator "$BIN/mpi-operator" --kubeConfig="$KUBECONFIG_ADMIN" "${args[@]}"
+  end=$(deadline)
+  until "${KC[@]}" get lease mpi-operator -n mpi-operator -o jsonpath='{.spec.holderIdentity}' 2>/dev/null | grep -q .; do
+    alive mpi-operator
+    [ "$(date +%s)" -lt "$end" ] || die "the MPI operator holds no Lease after ${TIMEOUT}s"
+    sleep 0.3
+  done
+  MPI_OPERATOR_PID="$(cat "$DIR/pids/mpi-operator.pid")"
+  log "mpi-operator ready (leader)"
+  ;;
+esac
+
 JOBSET_PID="${OPERATOR_PID[jobset]:-}"
 LWS_PID="${OPERATOR_PID[lws]:-}"
 TRAINING_OPERATOR_PID="${OPERATOR_PID[training-operator]:-}"
@@ -621,6 +664,7 @@ WLMAP_TESTBED_JOBSET_PID=$JOBSET_PID
 WLMAP_TESTBED_LWS_PID=$LWS_PID
 WLMAP_TESTBED_TRAINING_OPERATOR_PID=$TRAINING_OPERATOR_PID
 WLMAP_TESTBED_TRAINER_PID=$TRAINER_PID
+WLMAP_TESTBED_MPI_OPERATOR_PID=$MPI_OPERATOR_PID
 WLMAP_TESTBED_SCHEDULER_PID=$SCHEDULER_PID
 WLMAP_TESTBED_KWOK_PID=$KWOK_PID
 WLMAP_TESTBED_KUBERAY_PID=$KUBERAY_PID

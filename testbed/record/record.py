@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 """Record real workloads driven through their lifecycle on the scheduling testbed.
 
-    WLMAP_TESTBED_OPERATORS=kuberay,jobset,lws,training-operator,trainer testbed/with-testbed.sh \
+    WLMAP_TESTBED_OPERATORS=kuberay,jobset,lws,training-operator,trainer,mpi-operator \
+        testbed/with-testbed.sh \
         python3 testbed/record/record.py crates/catalog/recorded [FLOW...]
 
 FLOW is `KIND/FLOW` (e.g. `job/failed`) or a kind (`job`, `deployment`, `statefulset`,
-`raycluster`, `rayjob`, `rayservice`, `jobset`, `lws`, `pytorchjob`, `trainjob`); none means
-every flow. `--list` prints the flows.
+`raycluster`, `rayjob`, `rayservice`, `jobset`, `lws`, `pytorchjob`, `trainjob`, `mpijob`); none
+means every flow. `--list` prints the flows.
 `record.py --rejudge OUTDIR` judges the recorded objects again (no testbed needed).
 
 Each flow creates its own namespace and its own KWOK node pool, creates one workload, watches
@@ -403,8 +404,10 @@ def judge_kubeflow_job(o):
     """kubeflow.org/v1 PyTorchJob and the training operator's other kinds (v1.8.1;
     github.com/kubeflow/training-operator pkg/apis/kubeflow.org/v1/common_types.go JobConditionType,
     pkg/controller.v1/common/job.go ReconcileJobs, pkg/controller.v1/pytorch
-    pytorchjob_controller.go UpdateJobStatus)."""
-    spec = o.get("spec") or {}
+    pytorchjob_controller.go UpdateJobStatus), and kubeflow.org/v2beta1 MPIJob of the MPI
+    operator v0.8.0 (github.com/kubeflow/mpi-operator pkg/apis/kubeflow/v2beta1/types.go, the
+    same condition types; pkg/controller/mpi_job_controller.go)."""
+    spec, st = o.get("spec") or {}, o.get("status") or {}
     # Terminal: Succeeded / Failed (common_types.go: "the job has ... terminated"), set by
     # UpdateJobStatus from the master's (or, without one, the workers') pods.
     if cond_is(o, "Failed"):
@@ -414,8 +417,11 @@ def judge_kubeflow_job(o):
     # Suspension: runPolicy.suspend. ReconcileJobs deletes the pods, zeroes every replica's
     # `active`, sets Running=False and Suspended=True in one status write, so Suspended=True is
     # the controller's word that no pod is left; before it has acted: Suspending.
+    # (The MPI operator writes Suspended=True first and removes the pods after: Suspended once
+    # no replica is active either.)
     if (spec.get("runPolicy") or {}).get("suspend"):
-        return "Suspended" if cond_is(o, "Suspended") else "Suspending"
+        active = sum((r or {}).get("active") or 0 for r in (st.get("replicaStatuses") or {}).values())
+        return "Suspended" if cond_is(o, "Suspended") and active == 0 else "Suspending"
     # Resumed in the spec, not acted on yet (then Suspended=False, reason ...Resumed): still
     # Suspended, as judge_job and the shared corpus read an MPIJob
     # (kubeflow/v1.34.0/kubeflow-org-mpijob-v2beta1/resumed.yaml).
@@ -480,6 +486,7 @@ JUDGES = {
     ("jobset.x-k8s.io", "JobSet"): judge_jobset,
     ("leaderworkerset.x-k8s.io", "LeaderWorkerSet"): judge_lws,
     ("kubeflow.org", "PyTorchJob"): judge_kubeflow_job,
+    ("kubeflow.org", "MPIJob"): judge_kubeflow_job,
     ("trainer.kubeflow.org", "TrainJob"): judge_trainjob,
 }
 
@@ -634,6 +641,7 @@ API = {
     "JobSet": ("/apis/jobset.x-k8s.io/v1alpha2", "jobsets"),
     "LeaderWorkerSet": ("/apis/leaderworkerset.x-k8s.io/v1", "leaderworkersets"),
     "PyTorchJob": ("/apis/kubeflow.org/v1", "pytorchjobs"),
+    "MPIJob": ("/apis/kubeflow.org/v2beta1", "mpijobs"),
     "TrainJob": ("/apis/trainer.kubeflow.org/v1alpha1", "trainjobs"),
 }
 
@@ -1511,6 +1519,61 @@ def trainjob_suspended_resumed(c):
     c.wait(trainjob_ready, "the node Job ready again")
 
 
+# MPIJob v2beta1 (the real MPI operator v0.8.0): a launcher Job (KWOK completes its pod unless
+# kept running) and worker pods (run until deleted).
+
+MPIJOB_DEF = "kubeflow-org-mpijob-v2beta1"
+
+
+def mpijob(c, name, keep=False, **run_policy):
+    launcher = c.container(0, name="launcher")
+    worker = c.container(2, name="worker")
+    ltmpl = {"spec": {"nodeSelector": {"wlmap.test/pool": c.pool}, "containers": [launcher]}}
+    if keep:
+        ltmpl["metadata"] = {"labels": dict(KEEP)}
+    return {"apiVersion": "kubeflow.org/v2beta1", "kind": "MPIJob", "metadata": {"name": name},
+            "spec": {"slotsPerWorker": 1, "runPolicy": dict({"cleanPodPolicy": "Running"}, **run_policy),
+                     "mpiReplicaSpecs": {
+                         "Launcher": {"replicas": 1, "template": ltmpl},
+                         "Worker": {"replicas": 2, "template": {"spec": {
+                             "nodeSelector": {"wlmap.test/pool": c.pool}, "containers": [worker]}}}}}}
+
+
+def mpi_pod(c, role):
+    ps = c.wait_pods(lambda ps: any(p["metadata"]["labels"].get("training.kubeflow.org/job-role") == role
+                                    for p in running_pods(ps)), f"a running {role} pod")
+    return next(p for p in running_pods(ps) if p["metadata"]["labels"].get("training.kubeflow.org/job-role") == role)
+
+
+@flow("mpijob/succeeded", "mpi-operator", MPIJOB_DEF, "Completed")
+def mpijob_succeeded(c):
+    c.add_node("gpu-0", 8)
+    c.create(mpijob(c, "mpi"))
+    c.wait(lambda o: has_cond(o, "Succeeded"), "Succeeded condition")
+
+
+@flow("mpijob/failed", "mpi-operator", MPIJOB_DEF, "Failed")
+def mpijob_failed(c):
+    c.add_node("gpu-0", 8)
+    c.create(mpijob(c, "mpi", keep=True, backoffLimit=0))
+    c.wait(lambda o: has_cond(o, "Running"), "Running condition")
+    c.fail_pod(mpi_pod(c, "launcher"))
+    c.wait(lambda o: has_cond(o, "Failed"), "Failed condition")
+
+
+@flow("mpijob/suspended-resumed", "mpi-operator", MPIJOB_DEF, "Running")
+def mpijob_suspended_resumed(c):
+    c.add_node("gpu-0", 8)
+    c.create(mpijob(c, "mpi", keep=True))
+    c.wait(lambda o: has_cond(o, "Running"), "Running condition")
+    c.patch("Suspend", {"spec": {"runPolicy": {"suspend": True}}})
+    c.wait(lambda o: has_cond(o, "Suspended"), "Suspended condition")
+    c.wait_pods(lambda ps: not ps, "no pod left")
+    c.settle(2)
+    c.patch("Resume", {"spec": {"runPolicy": {"suspend": False}}})
+    c.wait(lambda o: has_cond(o, "Running") and has_cond(o, "Suspended", "False"), "Running again")
+
+
 # --------------------------------------------------------------------------------------------
 # Main
 
@@ -1526,7 +1589,8 @@ def collapse(states):
 # The testbed operator (WLMAP_TESTBED_OPERATORS) a flow's recordings need, by the operator
 # folder the recordings are written to; the built-in kinds need none.
 TESTBED_OPERATOR = {"kuberay": "kuberay", "jobset": "jobset", "lws": "lws",
-                    "kubeflow": "training-operator", "trainer": "trainer"}
+                    "kubeflow": "training-operator", "trainer": "trainer",
+                    "mpi-operator": "mpi-operator"}
 
 
 def run_flow(f, outdir, nodes):

@@ -1,7 +1,7 @@
 //! Recorded states of real operators: every definite state must agree. Two corpora:
 //! - `crates/catalog/recorded`, this repository's recordings of the scheduling testbed (real
 //!   kube-controller-manager and kube-scheduler v1.37.2, KWOK nodes, the real KubeRay, JobSet, LWS,
-//!   Kubeflow training operator and Trainer),
+//!   Kubeflow training, MPI and Trainer operators),
 //!   made by `testbed/record/record.py`; always present;
 //! - `../shared/conformance/recorded` beside the repository (or `WLMAP_CONFORMANCE_DIR`):
 //!   recordings of other operators on another cluster. When it is absent the test says so and
@@ -57,6 +57,7 @@ fn every_recording_of_this_repository_agrees() {
         "leaderworkerset-x-k8s-io-leaderworkerset-v1",
         "kubeflow-org-pytorchjob-v1",
         "trainer-kubeflow-org-trainjob-v1alpha1",
+        "kubeflow-org-mpijob-v2beta1",
     ] {
         let c = tally.per_definition.get(d);
         assert!(

@@ -554,6 +554,7 @@ fn conformance_command_reads_the_repository_recordings() {
         "leaderworkerset-x-k8s-io-leaderworkerset-v1",
         "kubeflow-org-pytorchjob-v1",
         "trainer-kubeflow-org-trainjob-v1alpha1",
+        "kubeflow-org-mpijob-v2beta1",
     ] {
         assert!(out.contains(d), "{d}: {out}");
     }
