@@ -865,6 +865,25 @@ def flow(key, operator, definition, want, timeout=DEFAULT_TIMEOUT):
     return deco
 
 
+def suspend_and_resume(c, patch, suspended, running):
+    """Suspend (the merge patch `patch(True)`), wait until `suspended(obj)` holds and no pod
+    is left, then resume (`patch(False)`) and wait until `running(obj)` holds."""
+    c.patch("Suspend", patch(True))
+    c.wait(suspended, "suspended")
+    c.wait_pods(lambda ps: not ps, "no pod left")
+    c.settle(1)
+    c.patch("Resume", patch(False))
+    c.wait(running, "running again")
+
+
+def spec_suspend(value):
+    return {"spec": {"suspend": value}}
+
+
+def run_policy_suspend(value):
+    return {"spec": {"runPolicy": {"suspend": value}}}
+
+
 KEEP = {"wlmap.test/keep-running": "true"}  # testbed/kwok/pod-complete.yaml: a Job's pod stays Running
 
 
@@ -1124,12 +1143,7 @@ def raycluster_suspended(c):
     ray_nodes(c)
     c.create(raycluster(c))
     c.wait(raycluster_ready(2), "RayCluster ready with 2 workers")
-    c.patch("Suspend", {"spec": {"suspend": True}})
-    c.wait(lambda o: has_cond(o, "RayClusterSuspended"), "RayClusterSuspended")
-    c.wait_pods(lambda ps: not ps, "no pod left")
-    c.settle(1)
-    c.patch("Resume", {"spec": {"suspend": False}})
-    c.wait(raycluster_ready(2), "RayCluster ready again")
+    suspend_and_resume(c, spec_suspend, lambda o: has_cond(o, "RayClusterSuspended"), raycluster_ready(2))
 
 
 @flow("raycluster/worker-deleted", "kuberay", "ray-io-raycluster-v1", "Running")
@@ -1311,12 +1325,7 @@ def jobset_suspended_resumed(c):
     c.add_node("gpu-0", 8)
     c.create(jobset(c, "train"))
     c.wait(jobset_ready(3), "3 Jobs ready")
-    c.patch("Suspend", {"spec": {"suspend": True}})
-    c.wait(lambda o: has_cond(o, "Suspended"), "Suspended condition")
-    c.wait_pods(lambda ps: not ps, "no pod left")
-    c.settle(1)
-    c.patch("Resume", {"spec": {"suspend": False}})
-    c.wait(jobset_ready(3), "3 Jobs ready again")
+    suspend_and_resume(c, spec_suspend, lambda o: has_cond(o, "Suspended"), jobset_ready(3))
 
 
 @flow("jobset/startup-in-order", "jobset", "jobset-x-k8s-io-jobset-v1alpha2", "Running")
@@ -1438,12 +1447,8 @@ def pytorchjob_suspended_resumed(c):
     c.add_node("gpu-0", 8)
     c.create(pytorchjob(c, "pt"))
     c.wait(lambda o: has_cond(o, "Running"), "Running condition")
-    c.patch("Suspend", {"spec": {"runPolicy": {"suspend": True}}})
-    c.wait(lambda o: has_cond(o, "Suspended"), "Suspended condition")
-    c.wait_pods(lambda ps: not ps, "no pod left")
-    c.settle(1)
-    c.patch("Resume", {"spec": {"runPolicy": {"suspend": False}}})
-    c.wait(lambda o: has_cond(o, "Running") and has_cond(o, "Suspended", "False"), "Running again")
+    suspend_and_resume(c, run_policy_suspend, lambda o: has_cond(o, "Suspended"),
+                       lambda o: has_cond(o, "Running") and has_cond(o, "Suspended", "False"))
 
 
 # TrainJob (the real Kubeflow Trainer v2.3.0 on the real JobSet controller, webhooks on),
@@ -1510,13 +1515,8 @@ def trainjob_suspended_resumed(c):
     c.add_node("gpu-0", 8)
     c.create(trainjob(c, "tj"))
     c.wait(trainjob_ready, "the node Job ready")
-    c.patch("Suspend", {"spec": {"suspend": True}})
-    c.wait(lambda o: has_cond(o, "Suspended"), "Suspended condition")
-    c.wait_pods(lambda ps: not ps, "no pod left")
-    c.wait(lambda o: sum(j.get("active") or 0 for j in st(o).get("jobsStatus") or []) == 0, "no Job active")
-    c.settle(1)
-    c.patch("Resume", {"spec": {"suspend": False}})
-    c.wait(trainjob_ready, "the node Job ready again")
+    suspend_and_resume(c, spec_suspend, lambda o: has_cond(o, "Suspended") and not any(
+        j.get("active") for j in st(o).get("jobsStatus") or []), trainjob_ready)
 
 
 # MPIJob v2beta1 (the real MPI operator v0.8.0): a launcher Job (KWOK completes its pod unless
@@ -1566,12 +1566,8 @@ def mpijob_suspended_resumed(c):
     c.add_node("gpu-0", 8)
     c.create(mpijob(c, "mpi", keep=True))
     c.wait(lambda o: has_cond(o, "Running"), "Running condition")
-    c.patch("Suspend", {"spec": {"runPolicy": {"suspend": True}}})
-    c.wait(lambda o: has_cond(o, "Suspended"), "Suspended condition")
-    c.wait_pods(lambda ps: not ps, "no pod left")
-    c.settle(2)
-    c.patch("Resume", {"spec": {"runPolicy": {"suspend": False}}})
-    c.wait(lambda o: has_cond(o, "Running") and has_cond(o, "Suspended", "False"), "Running again")
+    suspend_and_resume(c, run_policy_suspend, lambda o: has_cond(o, "Suspended"),
+                       lambda o: has_cond(o, "Running") and has_cond(o, "Suspended", "False"))
 
 
 # --------------------------------------------------------------------------------------------
