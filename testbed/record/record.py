@@ -428,8 +428,11 @@ def judge_kubeflow_job(o):
     if cond_is(o, "Suspended"):
         return "Suspended"
     # Restarting: a replica's pod failed with a restartable policy (ExitCode, OnFailure) and
-    # is recreated (common_types.go JobRestarting): a failure retried.
-    if cond_is(o, "Restarting"):
+    # is recreated (common_types.go JobRestarting): a failure retried. A replica's `failed`
+    # count while the job goes on (the MPI operator's updateMPIJobStatus counts a failed worker
+    # and keeps Running=True): a failure reported while the rest runs.
+    failed = sum((r or {}).get("failed") or 0 for r in (st.get("replicaStatuses") or {}).values())
+    if cond_is(o, "Restarting") or failed > 0:
         return "Degraded"
     # Running: set once the master's pod (PyTorchJob) runs (pytorchjob_controller.go
     # UpdateJobStatus), the kind's own signal.
@@ -763,8 +766,8 @@ class Ctx:
         if cur and cur[0]["status"].get("phase") != phase:
             self.note(f"pod {name} did not stay {phase} (now {cur[0]['status'].get('phase')})")
 
-    def fail_pod(self, pod, sticks=True):
-        self._terminate_pod("FailPod", pod, "Failed", 1, "Error", sticks)
+    def fail_pod(self, pod, sticks=True, exit_code=1):
+        self._terminate_pod("FailPod", pod, "Failed", exit_code, "Error", sticks)
 
     def succeed_pod(self, pod):
         self._terminate_pod("SucceedPod", pod, "Succeeded", 0, "Completed")
@@ -1382,6 +1385,14 @@ def lws_rollout(c):
     c.wait(lambda o: lws_done(2)(o) and not has_cond(o, "UpdateInProgress"), "the rolling update done")
 
 
+@flow("lws/size-one", "lws", LWS_DEF, "Running")
+def lws_size_one(c):
+    # size 1: each group is its leader alone, no worker StatefulSet.
+    c.add_node("gpu-0", 8)
+    c.create(lws(c, "serve", 2, size=1))
+    c.wait(lws_done(2), "2 groups ready")
+
+
 @flow("lws/worker-failed", "lws", LWS_DEF, "Running")
 def lws_worker_failed(c):
     c.add_node("gpu-0", 8)
@@ -1440,6 +1451,26 @@ def pytorchjob_failed(c):
     c.wait(lambda o: has_cond(o, "Running"), "Running condition")
     c.fail_pod(replica_pod(c, "master"))
     c.wait(lambda o: has_cond(o, "Failed"), "Failed condition")
+
+
+@flow("pytorchjob/worker-restarted", "kubeflow", PYTORCH_DEF, "Running")
+def pytorchjob_worker_restarted(c):
+    # restartPolicy ExitCode: a retryable exit code (128 and above, a signal) makes the
+    # operator delete the pod and make it anew (common/pod.go ReconcilePods). It counts the
+    # failed worker (replicaStatuses); Restarting=True is written only when UpdateJobStatus
+    # sees the replica short at that moment (not in the runs recorded here), so it is not
+    # waited for.
+    c.add_node("gpu-0", 8)
+    c.create(pytorchjob(c, "pt", restart="ExitCode"))
+    c.wait(lambda o: has_cond(o, "Running"), "Running condition")
+    worker = replica_pod(c, "worker")
+    uid = worker["metadata"]["uid"]
+    c.fail_pod(worker, sticks=False, exit_code=137)
+    c.wait(lambda o: (st(o).get("replicaStatuses") or {}).get("Worker", {}).get("failed"),
+           "the failed worker counted")
+    c.wait_pods(lambda ps: uid not in [p["metadata"]["uid"] for p in ps] and len(running_pods(ps)) == 2,
+                "the worker made anew")
+    c.wait(lambda o: has_cond(o, "Running"), "Running again")
 
 
 @flow("pytorchjob/suspended-resumed", "kubeflow", PYTORCH_DEF, "Running")
@@ -1559,6 +1590,16 @@ def mpijob_failed(c):
     c.wait(lambda o: has_cond(o, "Running"), "Running condition")
     c.fail_pod(mpi_pod(c, "launcher"))
     c.wait(lambda o: has_cond(o, "Failed"), "Failed condition")
+
+
+@flow("mpijob/worker-failed", "mpi-operator", MPIJOB_DEF, "Degraded")
+def mpijob_worker_failed(c):
+    c.add_node("gpu-0", 8)
+    c.create(mpijob(c, "mpi", keep=True))
+    c.wait(lambda o: has_cond(o, "Running"), "Running condition")
+    c.fail_pod(mpi_pod(c, "worker"))
+    c.wait(lambda o: (st(o).get("replicaStatuses") or {}).get("Worker", {}).get("failed"), "a worker counted failed")
+    c.settle(5)
 
 
 @flow("mpijob/suspended-resumed", "mpi-operator", MPIJOB_DEF, "Running")

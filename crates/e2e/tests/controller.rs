@@ -212,6 +212,23 @@ fn a_jobset_is_ganged_as_one_workload() {
     let (code, page) = ctl.get("/");
     assert_eq!(code, 200);
     assert!(page.contains("<script src=\"/app.js\""), "{page}");
+    // `wlmap serve`, run on its own as a user runs it, shows the same one row.
+    let served = wlmap_e2e::served::Served::start(
+        &wlmap_e2e::wlmap_bin(),
+        &["--kubeconfig", &tb.kubeconfig, "-n", ns],
+        &[],
+    );
+    let v = served.wait_rows("the JobSet's row, its 12 GPUs held", |v| {
+        v["items"].as_array().is_some_and(|rows| {
+            rows.iter()
+                .any(|r| r["kind"] == "JobSet" && r["name"] == "train" && r["gpusHeld"] == 12.0)
+        })
+    });
+    let rows = v["items"].as_array().expect("items");
+    assert_eq!(rows.len(), 1, "one workload, not three Jobs: {v}");
+    assert_eq!(rows[0]["resources"]["gpus"], 12.0, "{v}");
+    assert_eq!(rows[0]["status"]["phase"], "Running", "{v}");
+    drop(served);
 
     // Suspended, the JobSet webhook lets the pod templates' labels, annotations, node
     // selectors and tolerations change (what Kueue changes): `wlmap set --label` writes. The
