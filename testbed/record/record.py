@@ -94,6 +94,11 @@ def cond_reason(obj, ctype):
     return c.get("reason") if c else None
 
 
+def counted(statuses, field):
+    """The sum of a counter over per-child status entries (a list or dict values; absent: 0)."""
+    return sum((s or {}).get(field) or 0 for s in statuses or [])
+
+
 def judge_job(o):
     """batch/v1 Job."""
     spec, st = o.get("spec") or {}, o.get("status") or {}
@@ -342,10 +347,8 @@ def judge_jobset(o):
         return "Failed"
     if cond_is(o, "Completed") or st.get("terminalState") == "Completed":
         return "Completed"
-    rjs = st.get("replicatedJobsStatus") or []
-
     def total(field):
-        return sum(r.get(field) or 0 for r in rjs)
+        return counted(st.get("replicatedJobsStatus"), field)
     # Suspension. jobset_types.go JobSetSpec.suspend; suspendJobs suspends every child Job
     # (whose controller deletes its pods) and sets Suspended=True. `active` counts child Jobs
     # with a running or pending pod (ReplicatedJobStatus.active), so 0 means no pod is left.
@@ -420,7 +423,7 @@ def judge_kubeflow_job(o):
     # (The MPI operator writes Suspended=True first and removes the pods after: Suspended once
     # no replica is active either.)
     if (spec.get("runPolicy") or {}).get("suspend"):
-        active = sum((r or {}).get("active") or 0 for r in (st.get("replicaStatuses") or {}).values())
+        active = counted((st.get("replicaStatuses") or {}).values(), "active")
         return "Suspended" if cond_is(o, "Suspended") and active == 0 else "Suspending"
     # Resumed in the spec, not acted on yet (then Suspended=False, reason ...Resumed): still
     # Suspended, as judge_job and the shared corpus read an MPIJob
@@ -431,7 +434,7 @@ def judge_kubeflow_job(o):
     # is recreated (common_types.go JobRestarting): a failure retried. A replica's `failed`
     # count while the job goes on (the MPI operator's updateMPIJobStatus counts a failed worker
     # and keeps Running=True): a failure reported while the rest runs.
-    failed = sum((r or {}).get("failed") or 0 for r in (st.get("replicaStatuses") or {}).values())
+    failed = counted((st.get("replicaStatuses") or {}).values(), "failed")
     if cond_is(o, "Restarting") or failed > 0:
         return "Degraded"
     # Running: set once the master's pod (PyTorchJob) runs (pytorchjob_controller.go
@@ -453,10 +456,8 @@ def judge_trainjob(o):
         return "Failed"
     if cond_is(o, "Complete"):
         return "Completed"
-    jobs = st.get("jobsStatus") or []
-
     def total(field):
-        return sum(j.get(field) or 0 for j in jobs)
+        return counted(st.get("jobsStatus"), field)
     # Suspension: spec.suspend suspends the JobSet (whose controller suspends its Jobs, whose
     # pods go); setSuspendedCondition writes Suspended=True at once. Suspended once no Job is
     # `active` (no pod left) and the condition is written, else Suspending.
@@ -829,6 +830,13 @@ def st(o):
 def running_pods(ps):
     return [p for p in ps if p["status"].get("phase") == "Running" and not p["metadata"].get("deletionTimestamp")
             and any(c.get("type") == "Ready" and c.get("status") == "True" for c in p["status"].get("conditions") or [])]
+
+
+def running_pod_labelled(c, key, value):
+    """Wait for a running pod of the flow labelled key=value, and return it."""
+    def labelled(ps):
+        return [p for p in running_pods(ps) if p["metadata"]["labels"].get(key) == value]
+    return labelled(c.wait_pods(lambda ps: labelled(ps), f"a running pod {key}={value}"))[0]
 
 
 def index_of(p):
@@ -1428,9 +1436,7 @@ def pytorchjob(c, name, workers=1, restart="Never", gpus=2, **run_policy):
 
 
 def replica_pod(c, rtype):
-    ps = c.wait_pods(lambda ps: any(p["metadata"]["labels"].get("training.kubeflow.org/replica-type") == rtype
-                                    for p in running_pods(ps)), f"a running {rtype} pod")
-    return next(p for p in running_pods(ps) if p["metadata"]["labels"].get("training.kubeflow.org/replica-type") == rtype)
+    return running_pod_labelled(c, "training.kubeflow.org/replica-type", rtype)
 
 
 @flow("pytorchjob/succeeded", "kubeflow", PYTORCH_DEF, "Completed")
@@ -1571,9 +1577,7 @@ def mpijob(c, name, keep=False, **run_policy):
 
 
 def mpi_pod(c, role):
-    ps = c.wait_pods(lambda ps: any(p["metadata"]["labels"].get("training.kubeflow.org/job-role") == role
-                                    for p in running_pods(ps)), f"a running {role} pod")
-    return next(p for p in running_pods(ps) if p["metadata"]["labels"].get("training.kubeflow.org/job-role") == role)
+    return running_pod_labelled(c, "training.kubeflow.org/job-role", role)
 
 
 @flow("mpijob/succeeded", "mpi-operator", MPIJOB_DEF, "Completed")

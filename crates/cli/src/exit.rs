@@ -46,16 +46,11 @@ impl<E: Into<anyhow::Error>> From<E> for Failure {
             error.downcast_ref::<wlmap_engine::Error>(),
             Some(wlmap_engine::Error::Evaluation { .. } | wlmap_engine::Error::Shape { .. })
         );
-        let refused = matches!(
-            error.downcast_ref::<wlmap_kube::Error>(),
-            Some(wlmap_kube::Error::Refused(_))
-        );
-        let code =
-            if error.downcast_ref::<wlmap_schema::Error>().is_some() || invalid_object || refused {
-                Code::Invalid
-            } else {
-                Code::Runtime
-            };
+        let code = if error.downcast_ref::<wlmap_schema::Error>().is_some() || invalid_object {
+            Code::Invalid
+        } else {
+            Code::Runtime
+        };
         Failure { code, error }
     }
 }

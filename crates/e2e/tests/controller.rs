@@ -110,13 +110,8 @@ fn a_jobset_is_ganged_as_one_workload() {
     tb.wait_for("the PodGroup marked unschedulable", 120, || {
         tb.pod_group_scheduled(ns, "train-gang") == Some(false)
     });
-    let bound = |ps: &[Value]| {
-        ps.iter()
-            .filter(|p| p["spec"]["nodeName"].is_string())
-            .count()
-    };
     assert_eq!(
-        bound(&tb.pods(ns)),
+        bound(&tb, ns),
         0,
         "8 GPUs hold two pods, and a gang of 3 binds none"
     );
@@ -129,13 +124,10 @@ fn a_jobset_is_ganged_as_one_workload() {
     tb.wait_for("the JobSet controller counts the Jobs ready", 60, || {
         jobset_ready_jobs(&tb, ns, "train") == 3
     });
-    let o = tb.wlmap(&["get", "-n", ns, "--all-types", "-o", "json"]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let items = json(&o)["items"].as_array().cloned().unwrap_or_default();
-    assert_eq!(items.len(), 1, "one workload, not three Jobs: {items:#?}");
-    assert_eq!(items[0]["kind"], "JobSet");
-    assert_eq!(items[0]["resources"]["gpus"], 12.0, "{}", items[0]);
-    assert_eq!(items[0]["status"]["phase"], "Running", "{}", items[0]);
+    // One workload, not three Jobs.
+    let w = the_workload(&tb, ns, "JobSet");
+    assert_eq!(w["resources"]["gpus"], 12.0, "{w}");
+    assert_eq!(w["status"]["phase"], "Running", "{w}");
     // describe: the leader and worker roles, each with the pods the Job controller made.
     let d = json(&tb.wlmap(&["describe", "jobset/train", "-n", ns, "-o", "json"]));
     let roles: Vec<(String, u64, f64, usize)> = d["components"][0]["components"]
@@ -350,19 +342,13 @@ fn a_raycluster_of_the_real_operator_binds_whole_or_not_at_all() {
     tb.add_node("ctlray-cpu-0", "ctlray", 0);
     tb.add_node("ctlray-gpu-0", "ctlray", 4);
     let raycluster = |ns: &str| wlmap_e2e::raycluster(ns, "ctlray", 4).to_string();
-    let bound = |ns: &str| {
-        tb.pods(ns)
-            .iter()
-            .filter(|p| p["spec"]["nodeName"].is_string())
-            .count()
-    };
 
     // Control: no controller; the head and one worker bind, the other worker waits.
     let ns = "ctl-ray-control";
     tb.namespace(ns);
     tb.kubectl(&["create", "-f", "-"], Some(&raycluster(ns)));
     tb.wait_for("two of three pods bound without wlmap", 120, || {
-        bound(ns) == 2
+        bound(&tb, ns) == 2
     });
     tb.wait_for("the third found unschedulable", 120, || {
         tb.kubectl(&["get", "events", "-n", ns, "-o", "json"], None)
@@ -370,7 +356,7 @@ fn a_raycluster_of_the_real_operator_binds_whole_or_not_at_all() {
     });
     assert_eq!(tb.pods(ns).len(), 3);
     assert_eq!(
-        bound(ns),
+        bound(&tb, ns),
         2,
         "piecemeal: a worker holds 4 GPUs it cannot use alone"
     );
@@ -401,12 +387,12 @@ fn a_raycluster_of_the_real_operator_binds_whole_or_not_at_all() {
     tb.wait_for("the gang found unschedulable", 120, || {
         tb.pod_group_scheduled(ns, "tune-gang") == Some(false)
     });
-    assert_eq!(bound(ns), 0, "a gang of 3 binds none on room for 2");
+    assert_eq!(bound(&tb, ns), 0, "a gang of 3 binds none on room for 2");
     tb.add_node("ctlray-gpu-1", "ctlray", 4);
     tb.wait_for("the operator reports the cluster ready", 180, || {
         tb.get_json(&["get", "raycluster/tune", "-n", ns])["status"]["state"] == "ready"
     });
-    assert_eq!(bound(ns), 3);
+    assert_eq!(bound(&tb, ns), 3);
 }
 
 /// Pods in `ns` bound to a node.
@@ -601,14 +587,8 @@ fn an_lws_of_the_real_operator_gangs_each_group() {
             .iter()
             .all(|g| tb.pod_group_scheduled(ns, g) == Some(false))
     });
-    let bound = || {
-        tb.pods(ns)
-            .iter()
-            .filter(|p| p["spec"]["nodeName"].is_string())
-            .count()
-    };
     assert_eq!(
-        bound(),
+        bound(&tb, ns),
         0,
         "6 GPUs hold three pods of a group, and a gang of 4 binds none"
     );
@@ -621,15 +601,11 @@ fn an_lws_of_the_real_operator_gangs_each_group() {
     tb.wait_for("the LWS controller counts both groups ready", 120, || {
         tb.get_json(&["get", "lws/serve", "-n", ns])["status"]["readyReplicas"] == 2
     });
-    let items = json(&tb.wlmap(&["get", "-n", ns, "--all-types", "-o", "json"]))["items"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
-    assert_eq!(items.len(), 1, "one workload, not StatefulSets: {items:#?}");
-    assert_eq!(items[0]["kind"], "LeaderWorkerSet");
-    assert_eq!(items[0]["resources"]["gpus"], 16.0, "{}", items[0]);
-    assert_eq!(items[0]["pods"]["ready"], 8, "{}", items[0]);
-    assert_eq!(items[0]["status"]["phase"], "Running", "{}", items[0]);
+    // One workload, not its StatefulSets.
+    let w = the_workload(&tb, ns, "LeaderWorkerSet");
+    assert_eq!(w["resources"]["gpus"], 16.0, "{w}");
+    assert_eq!(w["pods"]["ready"], 8, "{w}");
+    assert_eq!(w["status"]["phase"], "Running", "{w}");
     let d = json(&tb.wlmap(&["describe", "lws/serve", "-n", ns, "-o", "json"]));
     fn pods_under(n: &Value) -> usize {
         n["pods"].as_array().map_or(0, Vec::len)
@@ -1022,14 +998,8 @@ fn roles_are_ganged_together_by_a_composite_pod_group() {
                 .any(|c| c["type"] == "PodScheduled" && c["status"] == "False")
         })
     });
-    let bound = |ns: &str| {
-        tb.pods(ns)
-            .iter()
-            .filter(|p| p["spec"]["nodeName"].is_string())
-            .count()
-    };
     assert_eq!(
-        bound(ns),
+        bound(&tb, ns),
         0,
         "8 GPUs hold any one role, and the parent binds none"
     );
@@ -1052,10 +1022,10 @@ fn roles_are_ganged_together_by_a_composite_pod_group() {
         }
     }
     tb.wait_for("a role bound alone without the parent", 120, || {
-        bound(control) > 0
+        bound(&tb, control) > 0
     });
     assert!(
-        bound(control) < 3,
+        bound(&tb, control) < 3,
         "the two roles need 12 GPUs, the node has 8"
     );
 
