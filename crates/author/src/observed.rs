@@ -3,7 +3,7 @@
 
 use crate::crd::Crd;
 use crate::paths::{Step, text};
-use crate::scaffold::Template;
+use crate::paths::Template;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 

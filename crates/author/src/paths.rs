@@ -164,3 +164,16 @@ mod tests {
         );
     }
 }
+
+/// One pod template found in the schema.
+#[derive(Debug, Clone)]
+pub(crate) struct Template {
+    /// From the object's root to the template (or pod spec).
+    pub steps: Vec<Step>,
+    /// The path ends at a PodSpec (`podSpecPath`), not a PodTemplateSpec.
+    pub pod_spec: bool,
+    /// Inside a JobTemplateSpec: the pods are a Job's.
+    pub in_job: bool,
+    /// Why this is a guess, when the schema does not show the template's shape.
+    pub guess: Option<String>,
+}

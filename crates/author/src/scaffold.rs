@@ -2,7 +2,7 @@
 
 use crate::crd::{Crd, CrdVersion, Error};
 use crate::observed::{Observed, Seen};
-use crate::paths::{Step, keeps_unknown_fields, text};
+use crate::paths::{Step, Template, keeps_unknown_fields, text};
 use crate::vocabulary::word_for;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -28,19 +28,6 @@ const COUNT_FIELDS: [&str; 7] = [
     "count",
     "instances",
 ];
-
-/// One pod template found in the schema.
-#[derive(Debug, Clone)]
-pub(crate) struct Template {
-    /// From the object's root to the template (or pod spec).
-    pub steps: Vec<Step>,
-    /// The path ends at a PodSpec (`podSpecPath`), not a PodTemplateSpec.
-    pub pod_spec: bool,
-    /// Inside a JobTemplateSpec: the pods are a Job's.
-    pub in_job: bool,
-    /// Why this is a guess, when the schema does not show the template's shape.
-    pub guess: Option<String>,
-}
 
 /// Draft a Karta for the CRD's storage version; with live objects of the kind (and their pods
 /// and the objects between), confirm and complete the guesses.

@@ -301,7 +301,7 @@ pub struct GangArgs {
     #[arg(short = 'f', long)]
     pub file: Option<PathBuf>,
     /// Output objects for a scheduler.
-    #[arg(long, value_parser = scheduler_formats(&SchedulerFormat::ALL))]
+    #[arg(long, value_parser = scheduler_formats(SchedulerFormat::ALL))]
     pub format: Option<SchedulerFormat>,
 }
 
@@ -348,7 +348,7 @@ pub struct ServeArgs {
 #[derive(Debug, Args)]
 pub struct ControllerArgs {
     /// The scheduler to write gang objects and pod tags for.
-    #[arg(long, default_value = "native", value_parser = scheduler_formats(&wlmap_controller::gangs::FORMATS))]
+    #[arg(long, default_value = "native", value_parser = scheduler_formats(SchedulerFormat::controller_formats()))]
     pub scheduler: SchedulerFormat,
     /// This replica's identity in the leader Lease (default: $POD_NAME, else the host name).
     #[arg(long, env = "POD_NAME")]
@@ -400,12 +400,12 @@ pub struct ControllerArgs {
 /// A parser of scheduler format names, taking only `formats` (help lists each with its
 /// summary).
 fn scheduler_formats(
-    formats: &'static [SchedulerFormat],
+    formats: impl IntoIterator<Item = SchedulerFormat>,
 ) -> impl clap::builder::TypedValueParser<Value = SchedulerFormat> {
     use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
     PossibleValuesParser::new(
         formats
-            .iter()
+            .into_iter()
             .map(|f| PossibleValue::new(f.name()).help(f.summary())),
     )
     .try_map(|name| name.parse::<SchedulerFormat>())

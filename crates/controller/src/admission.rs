@@ -2,9 +2,10 @@
 //! pod's placement, the review's answer. It never refuses a pod: one it cannot place is let
 //! through unchanged, and the caller counts and reports it.
 
+use crate::error::Invalid;
 use base64::Engine;
 use serde_json::{Value, json};
-use wlmap_engine::{Object, SchedulerFormat};
+use wlmap_engine::Object;
 
 /// The pod of a review, with the request's namespace (a pod being created may not carry its
 /// own yet); `None` when the review is not a Pod CREATE.
@@ -29,31 +30,6 @@ pub fn pod_of(review: &Value) -> Option<Object> {
         m.insert("namespace".into(), Value::from(ns));
     }
     Some(Object::new(pod))
-}
-
-/// True when the pod already names its group the way this format reads it (its operator or
-/// a native integration put it there): such a pod is left as it is.
-///
-/// ```
-/// use wlmap_engine::{Object, SchedulerFormat};
-/// let pod = Object::new(serde_json::json!({"spec": {"schedulingGroup": {"podGroupName": "g"}}}));
-/// assert!(wlmap_controller::admission::already_grouped(&pod, SchedulerFormat::Native));
-/// assert!(!wlmap_controller::admission::already_grouped(&pod, SchedulerFormat::Volcano));
-/// ```
-pub fn already_grouped(pod: &Object, format: SchedulerFormat) -> bool {
-    let j = pod.json();
-    match format {
-        SchedulerFormat::Native | SchedulerFormat::NativeComposite => {
-            !j["spec"]["schedulingGroup"].is_null()
-        }
-        SchedulerFormat::Coscheduling => {
-            !j["metadata"]["labels"]["scheduling.x-k8s.io/pod-group"].is_null()
-        }
-        SchedulerFormat::Volcano => {
-            !j["metadata"]["annotations"]["scheduling.k8s.io/group-name"].is_null()
-        }
-        _ => false,
-    }
 }
 
 /// The JSON patch that merges `tags` (`labels`, `annotations`, `spec` fields) into the pod.
@@ -164,14 +140,14 @@ fn gangs(karta: &Value) -> bool {
 /// let warned = judge_karta(&review(odd, serde_json::Value::Null), &others).unwrap().unwrap();
 /// assert!(warned.contains("spec.structureDefinition.rootComponent.ownerName"));
 /// let twice = judge_karta(&review(karta("b", "Widget"), serde_json::Value::Null), &others);
-/// assert!(twice.unwrap_err().contains("already"));
+/// assert!(twice.unwrap_err().0.contains("already"));
 /// let moved = judge_karta(&review(karta("a", "Gadget"), karta("a", "Widget")), &others);
-/// assert!(moved.unwrap_err().contains("root kind"));
+/// assert!(moved.unwrap_err().0.contains("root kind"));
 /// ```
 pub fn judge_karta(
     review: &Value,
     others: &std::collections::BTreeMap<String, Value>,
-) -> Result<Option<String>, String> {
+) -> Result<Option<String>, Invalid> {
     let req = &review["request"];
     let obj = &req["object"];
     let old = &req["oldObject"];
@@ -183,7 +159,7 @@ pub fn judge_karta(
     // server keeps only under a CRD other than wlmap's) is let through with a warning.
     let decoded =
         wlmap_schema::decode_compatible(&obj.to_string(), &format!("kartas.run.ai/{name}"))
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| Invalid(e.to_string()))?;
     let warning = (!decoded.ignored.is_empty()).then(|| {
         let paths: Vec<&str> = decoded.ignored.iter().map(|i| i.path.as_str()).collect();
         format!(
@@ -191,30 +167,36 @@ pub fn judge_karta(
             paths.join(", ")
         )
     });
-    let karta = decoded.kartas.into_iter().next().ok_or("no definition")?;
+    let karta = decoded
+        .kartas
+        .into_iter()
+        .next()
+        .ok_or_else(|| Invalid("no definition".into()))?;
     // The API server hands over an object, not the user's file: the message names each
     // component and field and where in its expression the error is; the file's own lines are
     // for `wlmap validate`.
     wlmap_engine::Definition::compile(karta, wlmap_engine::Origin::Cluster).map_err(|e| {
-        format!("{e} (`wlmap validate FILE` shows the line and column in the file)")
+        Invalid(format!(
+            "{e} (`wlmap validate FILE` shows the line and column in the file)"
+        ))
     })?;
     let kind = root_kind(obj);
     if req["operation"] == "UPDATE" && !old.is_null() && root_kind(old) != kind {
         let was = root_kind(old);
-        return Err(format!(
+        return Err(Invalid(format!(
             "the root kind of a Karta cannot change (was {}/{} {}, now {}/{} {}): create another Karta",
             was.0, was.1, was.2, kind.0, kind.1, kind.2
-        ));
+        )));
     }
     if gangs(obj) {
         let clash = others
             .iter()
             .find(|(n, k)| n.as_str() != name && root_kind(k) == kind && gangs(k));
         if let Some((other, _)) = clash {
-            return Err(format!(
+            return Err(Invalid(format!(
                 "Karta {other} already gives gang instructions for {}/{} {}: KAI Scheduler drops both when two match; change that one instead",
                 kind.0, kind.1, kind.2
-            ));
+            )));
         }
     }
     Ok(warning)

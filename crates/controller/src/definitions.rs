@@ -2,6 +2,7 @@
 //! kind (unknown fields dropped and named, legacy ResourceInterface converted; a bad one is
 //! skipped and said).
 
+use crate::error::Invalid;
 use serde_json::Value;
 use wlmap_engine::{Definition, Origin, Registry};
 
@@ -96,15 +97,19 @@ pub fn upkeep(obj: &Value, served: bool, schema: SchemaFindings, now: &str) -> U
 
 /// Whether the Karta decodes (read as the format's Go implementation reads it) and compiles:
 /// the unknown fields it ignored, or why not.
-fn verdict(obj: &Value) -> Result<Vec<String>, String> {
+fn verdict(obj: &Value) -> Result<Vec<String>, Invalid> {
     let name = obj["metadata"]["name"].as_str().unwrap_or("?");
     let d = wlmap_schema::decode_compatible(&obj.to_string(), &format!("kartas.run.ai/{name}"))
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| Invalid(e.to_string()))?;
     let ignored: Vec<String> = d.ignored.iter().map(|i| i.path.clone()).collect();
-    let k = d.kartas.into_iter().next().ok_or("no definition")?;
+    let k = d
+        .kartas
+        .into_iter()
+        .next()
+        .ok_or_else(|| Invalid("no definition".into()))?;
     Definition::compile(k, Origin::Cluster)
         .map(|_| ignored)
-        .map_err(|e| e.to_string())
+        .map_err(|e| Invalid(e.to_string()))
 }
 
 /// KAI Scheduler's lookup labels from the root kind, when one is missing or different.
@@ -137,7 +142,7 @@ impl Conditions {
             "reason": reason, "message": message, "observedGeneration": self.generation})
     }
 
-    fn valid(&self, verdict: &Result<Vec<String>, String>) -> Value {
+    fn valid(&self, verdict: &Result<Vec<String>, Invalid>) -> Value {
         match verdict {
             Ok(ignored) if ignored.is_empty() => self.make(
                 "Valid",
@@ -154,7 +159,7 @@ impl Conditions {
                     ignored.join(", ")
                 ),
             ),
-            Err(e) => self.make("Valid", false, "Invalid", e.clone()),
+            Err(e) => self.make("Valid", false, "Invalid", e.0.clone()),
         }
     }
 

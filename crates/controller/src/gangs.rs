@@ -2,18 +2,125 @@
 //! what is missing or different, delete what wlmap wrote for this workload and no longer
 //! needs, and leave alone what someone else wrote under the same name.
 
+use crate::error::Error;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
-use wlmap_engine::{Definition, MANAGED_BY, Object, SchedulerFormat, Workload};
+use wlmap_engine::{Definition, GangKind, MANAGED_BY, Object, SchedulerFormat, Workload};
+use wlmap_inventory::Entry;
+use wlmap_kube::Kind;
 
-/// The scheduler formats the controller writes (KAI reads definitions itself, Kueue has no
-/// objects of its own, the v1alpha1 Workload API is gone from v1.37).
-pub const FORMATS: [SchedulerFormat; 4] = [
-    SchedulerFormat::Native,
-    SchedulerFormat::NativeComposite,
-    SchedulerFormat::Coscheduling,
-    SchedulerFormat::Volcano,
-];
+/// The kinds of a format's gang objects as the API serves them, parents before children.
+///
+/// ```
+/// use wlmap_engine::SchedulerFormat;
+/// let r = &wlmap_controller::gangs::kinds(SchedulerFormat::Native)[0];
+/// assert_eq!((r.group.as_str(), r.version.as_str(), r.plural.as_str()), ("scheduling.k8s.io", "v1beta1", "podgroups"));
+/// ```
+pub fn kinds(format: SchedulerFormat) -> Vec<Kind> {
+    format.format().kinds().iter().map(kind).collect()
+}
+
+/// A gang kind as the API serves it (every gang kind is namespaced).
+pub fn kind(k: &GangKind) -> Kind {
+    Kind::new(k.group, k.version, k.kind, k.plural, true)
+}
+
+/// What one reconcile of a workload is to do.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Decision {
+    /// The writes, in the order to make them: creations and changes parents first (a child
+    /// may name its parent), deletions children first.
+    pub writes: Vec<(GangKind, Action)>,
+    /// Member pods without their group (created while the webhook was unreachable, or
+    /// before the workload had gangs), not yet finished: the scheduler places them one by one.
+    pub ungrouped: usize,
+}
+
+/// What to write for a workload, from what the controller holds: the workload as the
+/// inventory resolved it, its pods, and the gang objects that exist. Pure: the same inputs
+/// give the same decision, with no cluster.
+///
+/// ```
+/// use wlmap_engine::{Object, SchedulerFormat};
+/// use wlmap_controller::gangs::{Action, GangStore, decide};
+/// let job = Object::new(serde_json::json!({"apiVersion": "batch/v1", "kind": "Job",
+///     "metadata": {"name": "train", "namespace": "ml", "uid": "j1"},
+///     "spec": {"parallelism": 2, "template": {"spec": {"containers": []}}}}));
+/// let index = wlmap_inventory::Index::new(wlmap_catalog::registry().unwrap(), [job.clone()]);
+/// let entry = index.evaluate(&wlmap_inventory::ObjectKey::of(&job), None).unwrap();
+/// let d = decide(&entry, &[], &GangStore::default(), SchedulerFormat::Native).unwrap();
+/// let (kind, Action::Apply(pg)) = &d.writes[0] else { panic!() };
+/// assert_eq!((kind.kind, pg["metadata"]["name"].as_str()), ("PodGroup", Some("train-job")));
+/// ```
+pub fn decide(
+    entry: &Entry,
+    pods: &[Object],
+    store: &GangStore,
+    format: SchedulerFormat,
+) -> Result<Decision, Error> {
+    if !entry.definition.has_gangs() {
+        return Ok(Decision::default());
+    }
+    let w = entry
+        .result
+        .as_ref()
+        .map_err(|e| Error::Unevaluated(e.to_string()))?;
+    let root = &entry.object;
+    let want = desired(&entry.definition, w, root, pods, format)?;
+    let grouped = |p: &Object| format.format().already_grouped(p.json());
+    let ungrouped = pods
+        .iter()
+        .filter(|p| want.members.contains(p.name()))
+        .filter(|p| !grouped(p) && !finished(p))
+        .count();
+    let names: Vec<&str> = want
+        .objects
+        .iter()
+        .filter_map(|o| o["metadata"]["name"].as_str())
+        .collect();
+    let existing = store.concerning(root.namespace(), &names, root.uid());
+    Ok(Decision {
+        writes: ordered(format, &want.objects, &existing, root.uid()),
+        ungrouped,
+    })
+}
+
+/// Each kind's plan, in the order to carry it out: creations and changes parents first,
+/// deletions children first.
+fn ordered(
+    format: SchedulerFormat,
+    want: &[Value],
+    existing: &[Value],
+    uid: &str,
+) -> Vec<(GangKind, Action)> {
+    let of_kind = |objs: &[Value], k: &GangKind| -> Vec<Value> {
+        objs.iter()
+            .filter(|o| o["kind"] == k.kind)
+            .cloned()
+            .collect()
+    };
+    let mut writes = Vec::new();
+    let mut deletes = Vec::new();
+    for k in format.format().kinds() {
+        for a in plan(&of_kind(want, k), &of_kind(existing, k), uid) {
+            match a {
+                Action::Delete { .. } => deletes.push((*k, a)),
+                _ => writes.push((*k, a)),
+            }
+        }
+    }
+    deletes.reverse();
+    writes.extend(deletes);
+    writes
+}
+
+/// A pod that has run its course (its group no longer matters).
+fn finished(p: &Object) -> bool {
+    matches!(
+        p.json()["status"]["phase"].as_str(),
+        Some("Succeeded" | "Failed")
+    )
+}
 
 /// What a workload's gangs need: the objects to write, and the pods they hold.
 #[derive(Debug, Clone, Default, PartialEq)]

@@ -15,21 +15,37 @@
 //!   open;
 //! - `/healthz`, `/readyz` and `/metrics` on a plain HTTP port.
 //!
-//! The pure parts ([`gangs`], [`admission`], [`tls`], [`leader::Holding`]) are tested here;
-//! the rest runs against a real API server and scheduler in `crates/e2e/tests/controller.rs`.
+//! Each part has one job. [`gangs::decide`] says what a workload's gang objects need, from
+//! what the controller holds (the workload as the inventory resolved it, its pods, the gang
+//! objects that exist) and the scheduler format, whose module in `wlmap-engine` says what it
+//! writes and how a pod is tied to its group; [`reconcile`] carries the writes out;
+//! [`queue`] holds the workloads to reconcile (kube-runtime's scheduler, a backoff per
+//! workload); [`leader`] takes part in the election on a Lease; [`admission`] answers the
+//! webhooks. Errors are an [`Error`] whose kind says whether retrying can help.
+//!
+//! The pure parts ([`gangs`], [`queue`], [`admission`], [`tls`], [`leader::Holding`]) are
+//! tested here, [`gangs::decide`] over every catalog fixture in every format
+//! (`tests/decide.rs`); the rest runs against a real API server and scheduler in
+//! `crates/e2e/tests/controller.rs`.
 
 pub mod admission;
 pub mod definitions;
+mod error;
 pub mod gangs;
 pub mod leader;
 pub mod metrics;
+mod options;
+pub mod queue;
 pub mod reconcile;
 pub mod registration;
-pub mod run;
+mod report;
+mod run;
 mod serve;
 pub mod state;
 pub mod tls;
 mod watches;
 mod webhook;
 
-pub use run::{Certificates, Endpoint, Options, run};
+pub use error::{Error, Invalid};
+pub use options::{Certificates, Endpoint, FIELD_MANAGER, Options};
+pub use run::run;

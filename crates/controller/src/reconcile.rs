@@ -1,58 +1,21 @@
-//! One workload's gang objects brought to what its definition says: computed from the live
-//! inventory, compared with the gang objects that exist, written by server-side apply.
+//! Reconciling: take a workload off the queue while this replica leads, [`decide`] what its
+//! gang objects need from what the controller holds, and carry the writes out (server-side
+//! apply, deletes preconditioned on uid), retrying failures with a per-workload backoff.
 
-use crate::admission::already_grouped;
-use crate::gangs::{Action, desired, plan};
+use crate::error::Error;
+use crate::gangs::{Action, Decision, GangStore, decide, is_ours, owned_by};
 use crate::metrics::Metrics;
-use crate::state::{Shared, log};
+use crate::options::FIELD_MANAGER;
+use crate::queue::Backoff;
+use crate::report::{event, log};
+use crate::state::Shared;
 use crate::state::{locked, reading, writing};
+use futures::{Stream, StreamExt};
 use kube::api::{DeleteParams, DynamicObject, Patch, PatchParams, Preconditions};
 use serde_json::{Value, json};
 use std::sync::Arc;
-use std::time::Duration;
-use wlmap_engine::SchedulerFormat;
+use wlmap_engine::{GangKind, Object};
 use wlmap_inventory::ObjectKey;
-use wlmap_kube::Kind;
-
-/// The field manager of every write.
-pub const FIELD_MANAGER: &str = "wlmap-controller";
-
-/// The kinds of a format's gang objects, parents before children (the order they are
-/// written in; deletions go the other way).
-///
-/// ```
-/// use wlmap_engine::SchedulerFormat;
-/// let r = &wlmap_controller::reconcile::gang_kinds(SchedulerFormat::Native)[0];
-/// assert_eq!((r.group.as_str(), r.version.as_str(), r.plural.as_str()), ("scheduling.k8s.io", "v1beta1", "podgroups"));
-/// let kinds: Vec<String> = wlmap_controller::reconcile::gang_kinds(SchedulerFormat::NativeComposite)
-///     .into_iter().map(|k| k.kind).collect();
-/// assert_eq!(kinds, ["Workload", "CompositePodGroup", "PodGroup"]);
-/// ```
-pub fn gang_kinds(format: SchedulerFormat) -> Vec<Kind> {
-    let pod_group = |group, version| Kind::new(group, version, "PodGroup", "podgroups", true);
-    match format {
-        SchedulerFormat::Coscheduling => vec![pod_group("scheduling.x-k8s.io", "v1alpha1")],
-        SchedulerFormat::Volcano => vec![pod_group("scheduling.volcano.sh", "v1beta1")],
-        SchedulerFormat::NativeComposite => vec![
-            Kind::new(
-                "scheduling.k8s.io",
-                "v1beta1",
-                "Workload",
-                "workloads",
-                true,
-            ),
-            Kind::new(
-                "scheduling.k8s.io",
-                "v1alpha3",
-                "CompositePodGroup",
-                "compositepodgroups",
-                true,
-            ),
-            pod_group("scheduling.k8s.io", "v1beta1"),
-        ],
-        _ => vec![pod_group("scheduling.k8s.io", "v1beta1")],
-    }
-}
 
 /// What a reconcile did (the `result` label of its metric).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,30 +28,49 @@ pub enum Outcome {
     Conflict,
 }
 
-/// Reconcile workers: while this replica leads, take workloads off the queue and reconcile
-/// each; a failure is retried after a pause.
-pub async fn worker(shared: Arc<Shared>) {
-    loop {
-        let key = shared.next().await;
+impl Outcome {
+    /// The label of the reconciles metric.
+    fn label(self) -> &'static str {
+        match self {
+            Outcome::Unchanged => "unchanged",
+            Outcome::Applied => "applied",
+            Outcome::Conflict => "conflict",
+        }
+    }
+
+    /// Two outcomes as one: any write counts, then any conflict.
+    fn and(self, other: Outcome) -> Outcome {
+        match (self, other) {
+            (Outcome::Applied, _) | (_, Outcome::Applied) => Outcome::Applied,
+            (Outcome::Conflict, _) | (_, Outcome::Conflict) => Outcome::Conflict,
+            _ => Outcome::Unchanged,
+        }
+    }
+}
+
+/// The reconcile worker: while this replica leads, take due workloads off the queue and
+/// reconcile each; a failure is retried after the workload's backoff.
+pub async fn worker(shared: Arc<Shared>, mut due: impl Stream<Item = ObjectKey> + Unpin) {
+    let mut backoff = Backoff::default();
+    while let Some(key) = due.next().await {
         if !shared.is_leader() {
             // Followers keep their queue empty: the new leader queues everything.
             continue;
         }
         let result = match reconcile(&shared, &key).await {
-            Ok(Outcome::Unchanged) => "unchanged",
-            Ok(Outcome::Applied) => "applied",
-            Ok(Outcome::Conflict) => "conflict",
+            Ok(outcome) => {
+                backoff.succeeded(&key);
+                outcome.label()
+            }
             Err(e) => {
+                let pause = backoff.failed(&key, e.is_transient());
                 log(
                     "error",
                     "reconcile failed",
-                    json!({"workload": key.to_string(), "error": e}),
+                    json!({"workload": key.to_string(), "error": e.to_string(),
+                        "retryInSeconds": pause.as_secs_f64()}),
                 );
-                let again = shared.clone();
-                tokio::spawn(async move {
-                    tokio::time::sleep(Duration::from_secs(2)).await;
-                    again.enqueue([key]);
-                });
+                shared.queue.after(key, pause);
                 "error"
             }
         };
@@ -97,36 +79,30 @@ pub async fn worker(shared: Arc<Shared>) {
 }
 
 /// Reconcile one workload.
-pub async fn reconcile(shared: &Shared, key: &ObjectKey) -> Result<Outcome, String> {
+pub async fn reconcile(shared: &Shared, key: &ObjectKey) -> Result<Outcome, Error> {
     let format = shared.opts.format;
-    let (want, root, ungrouped) = {
+    let decided = {
         let feed = shared.read_feed();
-        let Some(e) = feed
-            .inventory
-            .workload(key)
-            .filter(|e| e.definition.has_gangs())
-        else {
-            count_ungrouped(shared, key, 0);
-            return Ok(Outcome::Unchanged);
-        };
-        let w = e.result.as_ref().map_err(|err| err.to_string())?;
-        let pods = feed.inventory.index().pods_below(key);
-        let want =
-            desired(&e.definition, w, &e.object, &pods, format).map_err(|e| e.to_string())?;
-        let ungrouped = pods
-            .iter()
-            .filter(|p| want.members.contains(p.name()))
-            .filter(|p| !already_grouped(p, format) && !finished(p))
-            .count();
-        (want.objects, e.object.clone(), ungrouped)
+        match feed.inventory.workload(key) {
+            None => None,
+            Some(e) => {
+                let pods = feed.inventory.index().pods_below(key);
+                let d = decide(e, &pods, &reading(&shared.gang_objects), format)?;
+                Some((d, e.object.clone()))
+            }
+        }
+    };
+    let Some((Decision { writes, ungrouped }, root)) = decided else {
+        count_ungrouped(shared, key, 0);
+        return Ok(Outcome::Unchanged);
     };
     if count_ungrouped(shared, key, ungrouped) {
         let note = format!(
             "{ungrouped} pod(s) carry no scheduling group (created while the webhook was unreachable): the scheduler places them one by one"
         );
         log("warning", &note, json!({"workload": key.to_string()}));
-        crate::run::event(
-            shared,
+        event(
+            &shared.recorder,
             &root,
             "Warning",
             "PodsWithoutGroup",
@@ -135,68 +111,25 @@ pub async fn reconcile(shared: &Shared, key: &ObjectKey) -> Result<Outcome, Stri
         )
         .await;
     }
-    let uid = root.uid().to_string();
-    let ns = root.namespace().to_string();
-    let existing: Vec<Value> = {
-        let names: Vec<&str> = want
-            .iter()
-            .filter_map(|o| o["metadata"]["name"].as_str())
-            .collect();
-        reading(&shared.gang_objects).concerning(&ns, &names, &uid)
-    };
     let mut outcome = Outcome::Unchanged;
-    for (kind, action) in plan_all(format, &want, &existing, &uid) {
-        let done = act(shared, key, &root, &kind, action).await?;
-        outcome = match (outcome, done) {
-            (_, Outcome::Applied) | (Outcome::Applied, _) => Outcome::Applied,
-            (_, Outcome::Conflict) | (Outcome::Conflict, _) => Outcome::Conflict,
-            _ => Outcome::Unchanged,
-        };
+    for (kind, action) in writes {
+        outcome = outcome.and(act(shared, key, &root, &kind, action).await?);
     }
     Ok(outcome)
-}
-
-/// Each kind's plan, in the order to carry it out: creations and changes parents first (a
-/// child may name its parent), deletions children first.
-fn plan_all(
-    format: SchedulerFormat,
-    want: &[Value],
-    existing: &[Value],
-    uid: &str,
-) -> Vec<(Kind, Action)> {
-    let of_kind = |objs: &[Value], k: &Kind| -> Vec<Value> {
-        objs.iter()
-            .filter(|o| o["kind"] == k.kind.as_str())
-            .cloned()
-            .collect()
-    };
-    let mut writes = Vec::new();
-    let mut deletes = Vec::new();
-    for k in gang_kinds(format) {
-        for a in plan(&of_kind(want, &k), &of_kind(existing, &k), uid) {
-            match a {
-                Action::Delete { .. } => deletes.push((k.clone(), a)),
-                _ => writes.push((k.clone(), a)),
-            }
-        }
-    }
-    deletes.reverse();
-    writes.extend(deletes);
-    writes
 }
 
 /// Carry out one action on a gang object of this kind.
 async fn act(
     shared: &Shared,
     key: &ObjectKey,
-    root: &wlmap_engine::Object,
-    kind: &Kind,
+    root: &Object,
+    kind: &GangKind,
     action: Action,
-) -> Result<Outcome, String> {
+) -> Result<Outcome, Error> {
     let api: kube::Api<DynamicObject> = kube::Api::namespaced_with(
         shared.client.clone(),
         root.namespace(),
-        &kind.api_resource(),
+        &crate::gangs::kind(kind).api_resource(),
     );
     match action {
         Action::Apply(obj) => {
@@ -204,11 +137,11 @@ async fn act(
             Ok(Outcome::Applied)
         }
         Action::Delete { name, uid } => {
-            delete(shared, &api, &name, &uid).await?;
+            delete(shared, &api, kind.kind, &name, &uid).await?;
             Ok(Outcome::Applied)
         }
         Action::Conflict { name } => {
-            conflict(shared, key, root, &kind.kind, &name).await;
+            conflict(shared, key, root, kind.kind, &name).await;
             Ok(Outcome::Conflict)
         }
     }
@@ -222,40 +155,45 @@ async fn apply(
     api: &kube::Api<DynamicObject>,
     obj: &Value,
     workload_uid: &str,
-) -> Result<(), String> {
+) -> Result<(), Error> {
     let name = obj["metadata"]["name"].as_str().unwrap_or("").to_string();
+    let what = format!("apply {} {name}", obj["kind"].as_str().unwrap_or(""));
     let params = PatchParams::apply(FIELD_MANAGER).force();
     let out = match api.patch(&name, &params, &Patch::Apply(obj)).await {
         Err(kube::Error::Api(s)) if s.code == 422 => {
-            let Some(old) = ours_to_replace(shared, obj, workload_uid) else {
-                return Err(format!("apply {name}: {}", s.message));
+            let Some(old) = ours_to_replace(&reading(&shared.gang_objects), obj, workload_uid)
+            else {
+                return Err(Error::api(what)(kube::Error::Api(s)));
             };
             log(
                 "info",
                 "replacing a gang object the server will not change in place",
                 json!({"name": name, "kind": obj["kind"], "error": s.message}),
             );
-            delete(shared, api, &name, &old).await?;
+            let kind = obj["kind"].as_str().unwrap_or("");
+            delete(shared, api, kind, &name, &old).await?;
             api.patch(&name, &params, &Patch::Apply(obj)).await
         }
         other => other,
     }
-    .map_err(|e| format!("apply {name}: {e}"))?;
-    remember(shared, out);
+    .map_err(Error::api(what))?;
+    if let Ok(v) = serde_json::to_value(out) {
+        // Kept, so the next reconcile compares with it before the watch brings it.
+        writing(&shared.gang_objects).insert(v);
+    }
     Metrics::count(&shared.metrics.writes, "action", "apply");
     Ok(())
 }
 
 /// The uid of the object of `obj`'s kind and name when wlmap wrote it for this workload.
-fn ours_to_replace(shared: &Shared, obj: &Value, workload_uid: &str) -> Option<String> {
-    let store = reading(&shared.gang_objects);
+fn ours_to_replace(store: &GangStore, obj: &Value, workload_uid: &str) -> Option<String> {
     let ns = obj["metadata"]["namespace"].as_str().unwrap_or("");
     let name = obj["metadata"]["name"].as_str()?;
     store
         .concerning(ns, &[name], workload_uid)
         .into_iter()
         .find(|e| e["kind"] == obj["kind"] && e["metadata"]["name"] == name)
-        .filter(|e| crate::gangs::is_ours(e) && crate::gangs::owned_by(e, workload_uid))
+        .filter(|e| is_ours(e) && owned_by(e, workload_uid))
         .and_then(|e| e["metadata"]["uid"].as_str().map(String::from))
 }
 
@@ -263,9 +201,10 @@ fn ours_to_replace(shared: &Shared, obj: &Value, workload_uid: &str) -> Option<S
 async fn delete(
     shared: &Shared,
     api: &kube::Api<DynamicObject>,
+    kind: &str,
     name: &str,
     uid: &str,
-) -> Result<(), String> {
+) -> Result<(), Error> {
     let params = DeleteParams {
         preconditions: Some(Preconditions {
             uid: Some(uid.to_string()),
@@ -275,19 +214,12 @@ async fn delete(
     };
     match api.delete(name, &params).await {
         Ok(_) => {}
+        // Gone already, or another object of that name now: nothing of ours to delete.
         Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => {}
-        Err(e) => return Err(format!("delete {name}: {e}")),
+        Err(e) => return Err(Error::api(format!("delete {kind} {name}"))(e)),
     }
     Metrics::count(&shared.metrics.writes, "action", "delete");
     Ok(())
-}
-
-/// A pod that has run its course (its group no longer matters).
-fn finished(p: &wlmap_engine::Object) -> bool {
-    matches!(
-        p.json()["status"]["phase"].as_str(),
-        Some("Succeeded" | "Failed")
-    )
 }
 
 /// Record a workload's pods without a group; true when it has some and had none before
@@ -306,23 +238,9 @@ fn count_ungrouped(shared: &Shared, key: &ObjectKey, n: usize) -> bool {
     n > 0 && before == 0
 }
 
-/// Keep what the server answered, so the next reconcile compares with it before the watch
-/// brings it.
-fn remember(shared: &Shared, out: DynamicObject) {
-    if let Ok(v) = serde_json::to_value(out) {
-        writing(&shared.gang_objects).insert(v);
-    }
-}
-
 /// Say once, in an event on the workload and in the log, that a gang object of the wanted
 /// name belongs to someone else.
-async fn conflict(
-    shared: &Shared,
-    key: &ObjectKey,
-    root: &wlmap_engine::Object,
-    kind: &str,
-    name: &str,
-) {
+async fn conflict(shared: &Shared, key: &ObjectKey, root: &Object, kind: &str, name: &str) {
     let first = locked(&shared.conflicts).insert((key.clone(), format!("{kind}/{name}")));
     if !first {
         return;
@@ -331,8 +249,8 @@ async fn conflict(
         "{kind} {name} exists and was not written by wlmap; it is left alone (a native integration or another tool takes precedence)"
     );
     log("warning", &note, json!({"workload": key.to_string()}));
-    crate::run::event(
-        shared,
+    event(
+        &shared.recorder,
         root,
         "Warning",
         "GangObjectConflict",

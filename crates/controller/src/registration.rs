@@ -2,7 +2,8 @@
 //! (self-managed: a CA kept in a Secret shared by the replicas; or files from cert-manager),
 //! and the Mutating- and ValidatingWebhookConfiguration carrying the CA's bundle.
 
-use crate::run::{Certificates, Endpoint};
+use crate::error::Error;
+use crate::options::{Certificates, Endpoint, FIELD_MANAGER};
 use crate::state::Shared;
 use crate::tls::Authority;
 use kube::api::{DynamicObject, Patch, PatchParams, PostParams};
@@ -15,20 +16,25 @@ use std::sync::Arc;
 /// the webhook configuration carrying its bundle.
 pub(crate) async fn serving_tls(
     shared: &Shared,
-) -> Result<Arc<tokio_rustls::rustls::ServerConfig>, String> {
+) -> Result<Arc<tokio_rustls::rustls::ServerConfig>, Error> {
     match &shared.opts.certificates {
         Certificates::Files { cert, key } => {
             let read = |p: &PathBuf| {
-                std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))
+                std::fs::read_to_string(p).map_err(|source| Error::File {
+                    path: p.clone(),
+                    source,
+                })
             };
-            crate::tls::server_config(&read(cert)?, &read(key)?).map_err(|e| e.to_string())
+            Ok(crate::tls::server_config(&read(cert)?, &read(key)?)?)
         }
         Certificates::SelfManaged { names } => {
             let ca = authority(shared).await?;
-            let serving = ca.serving(names).map_err(|e| e.to_string())?;
+            let serving = ca.serving(names)?;
             keep_webhook_config(shared, &ca).await?;
-            crate::tls::server_config(&serving.cert_pem, &serving.key_pem)
-                .map_err(|e| e.to_string())
+            Ok(crate::tls::server_config(
+                &serving.cert_pem,
+                &serving.key_pem,
+            )?)
         }
     }
 }
@@ -37,37 +43,40 @@ const CA_SECRET: &str = "wlmap-webhook-ca";
 
 /// The CA every replica signs with: read from its Secret, or made and stored (a replica that
 /// loses the race to create it reads the winner's).
-async fn authority(shared: &Shared) -> Result<Authority, String> {
+async fn authority(shared: &Shared) -> Result<Authority, Error> {
     use base64::Engine;
     let api: kube::Api<k8s_openapi::api::core::v1::Secret> =
         kube::Api::namespaced(shared.client.clone(), &shared.opts.namespace);
     for _ in 0..3 {
-        if let Some(s) = api.get_opt(CA_SECRET).await.map_err(|e| e.to_string())? {
+        let got = api.get_opt(CA_SECRET).await;
+        if let Some(s) = got.map_err(Error::api(format!("get Secret {CA_SECRET}")))? {
             let data = s.data.unwrap_or_default();
             let field = |k: &str| {
                 data.get(k)
                     .map(|b| String::from_utf8_lossy(&b.0).into_owned())
-                    .ok_or_else(|| format!("Secret {CA_SECRET} has no {k}"))
+                    .ok_or_else(|| Error::Missing(format!("Secret {CA_SECRET} has no {k}")))
             };
             return Ok(Authority {
                 cert_pem: field("ca.crt")?,
                 key_pem: field("ca.key")?,
             });
         }
-        let ca = Authority::generate().map_err(|e| e.to_string())?;
+        let ca = Authority::generate()?;
         let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
         let secret: k8s_openapi::api::core::v1::Secret = serde_json::from_value(json!({
             "metadata": {"name": CA_SECRET, "labels": {"app.kubernetes.io/managed-by": "wlmap"}},
             "type": "Opaque",
             "data": {"ca.crt": b64(&ca.cert_pem), "ca.key": b64(&ca.key_pem)}}))
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| Error::api(format!("write Secret {CA_SECRET}"))(kube::Error::SerdeError(e)))?;
         match api.create(&PostParams::default(), &secret).await {
             Ok(_) => return Ok(ca),
             Err(kube::Error::Api(s)) if s.code == 409 => continue,
-            Err(e) => return Err(format!("create Secret {CA_SECRET}: {e}")),
+            Err(e) => return Err(Error::api(format!("create Secret {CA_SECRET}"))(e)),
         }
     }
-    Err(format!("Secret {CA_SECRET}: neither read nor created"))
+    Err(Error::Missing(format!(
+        "Secret {CA_SECRET}: neither read nor created"
+    )))
 }
 
 /// Where the API server reaches one of the webhook's paths.
@@ -91,7 +100,7 @@ fn client_config(endpoint: &Endpoint, path: &str, ca_pem: &str) -> Value {
 /// same content from every replica, so they never fight).
 ///
 /// ```
-/// let endpoint = wlmap_controller::run::Endpoint::Url("https://127.0.0.1:9443".into());
+/// let endpoint = wlmap_controller::Endpoint::Url("https://127.0.0.1:9443".into());
 /// let c = wlmap_controller::registration::webhook_config("wlmap", &endpoint, "wlmap-system", "PEM");
 /// let w = &c["webhooks"][0];
 /// assert_eq!(w["failurePolicy"], "Ignore");
@@ -118,7 +127,7 @@ pub fn webhook_config(name: &str, endpoint: &Endpoint, own_namespace: &str, ca_p
 /// condition says what is wrong once the controller is back.
 ///
 /// ```
-/// let endpoint = wlmap_controller::run::Endpoint::Url("https://127.0.0.1:9443".into());
+/// let endpoint = wlmap_controller::Endpoint::Url("https://127.0.0.1:9443".into());
 /// let c = wlmap_controller::registration::karta_webhook_config("wlmap", &endpoint, "PEM");
 /// assert_eq!(c["webhooks"][0]["rules"][0]["resources"][0], "kartas");
 /// assert_eq!(c["webhooks"][0]["clientConfig"]["url"], "https://127.0.0.1:9443/validate-kartas");
@@ -156,9 +165,9 @@ fn configuration(kind: &str, name: &str, client: Value, mut hook: Value) -> Valu
     })
 }
 
-async fn keep_webhook_config(shared: &Shared, ca: &Authority) -> Result<(), String> {
+async fn keep_webhook_config(shared: &Shared, ca: &Authority) -> Result<(), Error> {
     let o = &shared.opts;
-    let params = PatchParams::apply(crate::reconcile::FIELD_MANAGER).force();
+    let params = PatchParams::apply(FIELD_MANAGER).force();
     let configs = [
         (
             "MutatingWebhookConfiguration",
@@ -179,7 +188,7 @@ async fn keep_webhook_config(shared: &Shared, ca: &Authority) -> Result<(), Stri
         let api: kube::Api<DynamicObject> = kube::Api::all_with(shared.client.clone(), &ar);
         api.patch(&o.webhook_config, &params, &Patch::Apply(&config))
             .await
-            .map_err(|e| format!("apply {kind} {}: {e}", o.webhook_config))?;
+            .map_err(Error::api(format!("apply {kind} {}", o.webhook_config)))?;
     }
     Ok(())
 }

@@ -1,114 +1,50 @@
 //! `wlmap controller`: the tasks of one replica, wired together. Every replica watches the
 //! workloads and serves the webhook; the one holding the Lease writes gang objects.
 
+use crate::error::Error;
 use crate::leader::Elector;
-use crate::state::{Shared, log};
+use crate::options::Options;
+use crate::queue::Queue;
+use crate::report::log;
+use crate::state::Shared;
 use crate::watches;
 use serde_json::json;
-use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
 use tokio::sync::watch;
-use wlmap_engine::{Object, SchedulerFormat};
-
-/// Where the webhook's serving certificate comes from.
-#[derive(Debug, Clone)]
-pub enum Certificates {
-    /// The controller's own CA (a Secret in its namespace), a serving certificate for these
-    /// DNS names and IP addresses, and the CA kept as the webhook configuration's `caBundle`.
-    SelfManaged {
-        /// Names the API server reaches the webhook by.
-        names: Vec<String>,
-    },
-    /// Files written by cert-manager (or another issuer), whose CA injector fills the
-    /// webhook configuration's `caBundle`; the controller does not write that configuration.
-    Files {
-        /// PEM certificate chain.
-        cert: PathBuf,
-        /// PEM private key.
-        key: PathBuf,
-    },
-}
-
-/// How the API server reaches the webhook.
-#[derive(Debug, Clone)]
-pub enum Endpoint {
-    /// A Service in front of the replicas (in a cluster).
-    Service {
-        /// The Service's namespace.
-        namespace: String,
-        /// The Service's name.
-        name: String,
-        /// Its port.
-        port: u16,
-    },
-    /// A URL (a controller run outside the cluster, as the tests do).
-    Url(String),
-}
-
-/// How the controller runs.
-#[derive(Debug, Clone)]
-pub struct Options {
-    /// Cluster connection.
-    pub connect: wlmap_kube::ConnectOptions,
-    /// The scheduler the gang objects and pod tags are for.
-    pub format: SchedulerFormat,
-    /// The controller's namespace: its Lease and CA Secret live there.
-    pub namespace: String,
-    /// This replica's name (the Lease holder identity; the pod name in a cluster).
-    pub identity: String,
-    /// The Lease's name.
-    pub lease_name: String,
-    /// How long a Lease renewal holds.
-    pub lease_duration: Duration,
-    /// How often the holder renews (and others try).
-    pub renew_every: Duration,
-    /// The webhook's TLS address.
-    pub webhook_addr: SocketAddr,
-    /// The probes' and metrics' plain HTTP address.
-    pub probe_addr: SocketAddr,
-    /// How the read-only platform view on the probe address answers (its bearer token).
-    pub view: wlmap_server::Options,
-    /// Serving certificate.
-    pub certificates: Certificates,
-    /// How the API server reaches the webhook.
-    pub endpoint: Endpoint,
-    /// The MutatingWebhookConfiguration the controller keeps (self-managed certificates).
-    pub webhook_config: String,
-}
+use wlmap_engine::SchedulerFormat;
 
 /// Run until SIGTERM or Ctrl-C.
-pub fn run(opts: Options) -> Result<(), String> {
+pub fn run(opts: Options) -> Result<(), Error> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| Error::Setup(format!("cannot start the runtime: {e}")))?;
     rt.block_on(main(opts))
 }
 
-async fn main(opts: Options) -> Result<(), String> {
+async fn main(opts: Options) -> Result<(), Error> {
     let config = wlmap_kube::load_config(&opts.connect)
         .await
-        .map_err(|e| e.to_string())?;
-    let client = kube::Client::try_from(config.clone()).map_err(|e| e.to_string())?;
+        .map_err(|e| Error::Setup(e.to_string()))?;
+    let client = kube::Client::try_from(config.clone()).map_err(Error::api("client"))?;
     let mut watch_config = config;
     watch_config.read_timeout = Some(wlmap_kube::WATCH_READ_TIMEOUT);
-    let watch_client = kube::Client::try_from(watch_config).map_err(|e| e.to_string())?;
+    let watch_client = kube::Client::try_from(watch_config).map_err(Error::api("client"))?;
     served(&client, opts.format).await?;
     let kartas = watches::list_kartas(&client).await;
     let registry = watches::registry_of(&kartas);
-    let shared = Arc::new(Shared::new(opts.clone(), client.clone(), registry));
+    let (queue, due) = Queue::new();
+    let shared = Arc::new(Shared::new(opts.clone(), client.clone(), registry, queue));
 
     let tls = crate::registration::serving_tls(&shared).await?;
     let (stop_tx, stop) = watch::channel(false);
     let webhook = tokio::net::TcpListener::bind(opts.webhook_addr)
         .await
-        .map_err(|e| format!("webhook address {}: {e}", opts.webhook_addr))?;
+        .map_err(|e| Error::Setup(format!("webhook address {}: {e}", opts.webhook_addr)))?;
     let probes = tokio::net::TcpListener::bind(opts.probe_addr)
         .await
-        .map_err(|e| format!("probe address {}: {e}", opts.probe_addr))?;
+        .map_err(|e| Error::Setup(format!("probe address {}: {e}", opts.probe_addr)))?;
     log(
         "info",
         "serving",
@@ -139,7 +75,7 @@ async fn main(opts: Options) -> Result<(), String> {
         kartas,
     ));
     tokio::spawn(watches::watch_crds(shared.clone(), watch_client));
-    tokio::spawn(crate::reconcile::worker(shared.clone()));
+    tokio::spawn(crate::reconcile::worker(shared.clone(), due));
     let elector = Elector::new(
         kube::Api::namespaced(client.clone(), &opts.namespace),
         &opts.lease_name,
@@ -163,18 +99,18 @@ async fn main(opts: Options) -> Result<(), String> {
     Ok(())
 }
 
-/// The hierarchical form's kinds are alpha and off by default: say at once, and how to turn
-/// them on, rather than fail at every reconcile. (The other formats' kinds may arrive later,
-/// with their scheduler's CRDs: their watches wait for them.)
-async fn served(client: &kube::Client, format: SchedulerFormat) -> Result<(), String> {
-    if format != SchedulerFormat::NativeComposite {
+/// A format whose kinds are built in but off by default (the hierarchical form's are alpha)
+/// says at once what to turn on, rather than fail at every reconcile. (The other formats'
+/// kinds may arrive later, with their scheduler's CRDs: their watches wait for them.)
+async fn served(client: &kube::Client, format: SchedulerFormat) -> Result<(), Error> {
+    let Some(hint) = format.format().when_not_served() else {
         return Ok(());
-    }
+    };
     let d = kube::Discovery::new(client.clone())
         .run_aggregated()
         .await
-        .map_err(|e| format!("API discovery: {e}"))?;
-    let missing: Vec<String> = crate::reconcile::gang_kinds(format)
+        .map_err(Error::api("API discovery"))?;
+    let missing: Vec<String> = crate::gangs::kinds(format)
         .into_iter()
         .filter(|k| {
             let gvk = kube::api::GroupVersionKind::gvk(&k.group, &k.version, &k.kind);
@@ -185,10 +121,10 @@ async fn served(client: &kube::Client, format: SchedulerFormat) -> Result<(), St
     if missing.is_empty() {
         return Ok(());
     }
-    Err(format!(
-        "--scheduler {format} needs {} served: turn on the feature gates GenericWorkload, TopologyAwareWorkloadScheduling and CompositePodGroup (API server and scheduler) and --runtime-config=scheduling.k8s.io/v1beta1=true,scheduling.k8s.io/v1alpha3=true, or use --scheduler native",
+    Err(Error::Setup(format!(
+        "--scheduler {format} needs {} served: {hint}",
         missing.join(", ")
-    ))
+    )))
 }
 
 async fn shutdown_signal() {
@@ -245,43 +181,5 @@ async fn lead(shared: Arc<Shared>, elector: Arc<Elector>) {
             }
         }
         tokio::time::sleep(shared.opts.renew_every).await;
-    }
-}
-
-/// Publish an event about a workload (failures are logged, never fatal).
-pub async fn event(
-    shared: &Shared,
-    root: &Object,
-    type_: &str,
-    reason: &str,
-    action: &str,
-    note: &str,
-) {
-    use kube::runtime::events::{Event, EventType};
-    let reference = k8s_openapi::api::core::v1::ObjectReference {
-        api_version: Some(root.api_version().to_string()),
-        kind: Some(root.kind().to_string()),
-        name: Some(root.name().to_string()),
-        namespace: Some(root.namespace().to_string()).filter(|n| !n.is_empty()),
-        uid: Some(root.uid().to_string()),
-        ..Default::default()
-    };
-    let ev = Event {
-        type_: if type_ == "Warning" {
-            EventType::Warning
-        } else {
-            EventType::Normal
-        },
-        reason: reason.into(),
-        note: Some(note.chars().take(1000).collect()),
-        action: action.into(),
-        secondary: None,
-    };
-    if let Err(e) = shared.recorder.publish(&ev, &reference).await {
-        log(
-            "warning",
-            "could not publish an event",
-            json!({"error": e.to_string()}),
-        );
     }
 }

@@ -3,7 +3,8 @@
 //! The plain listener also serves `wlmap serve`'s read-only platform view (`/`, `/api/...`),
 //! and its `/metrics` carries the workload families after the controller's own.
 
-use crate::state::{Shared, log};
+use crate::report::log;
+use crate::state::Shared;
 use http::{Method, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::{Bytes, Incoming};

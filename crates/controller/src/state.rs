@@ -2,7 +2,8 @@
 //! queue of workloads to reconcile, and who is leader.
 
 use crate::metrics::Metrics;
-use crate::run::Options;
+use crate::options::Options;
+use crate::queue::Queue;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -34,8 +35,8 @@ pub struct Shared {
     pub conflicts: Mutex<BTreeSet<(ObjectKey, String)>>,
     /// Pods without a group, per workload, as of its last reconcile.
     pub ungrouped: Mutex<BTreeMap<ObjectKey, usize>>,
-    queue: Mutex<BTreeSet<ObjectKey>>,
-    queued: Notify,
+    /// The workloads to reconcile.
+    pub queue: Queue,
     leader: AtomicBool,
     /// Bumped each time the inventory changes (the web view's `/api/events`).
     pub version: tokio::sync::watch::Sender<u64>,
@@ -49,7 +50,7 @@ pub struct Shared {
 
 impl Shared {
     /// Shared state for a controller with these options and definitions.
-    pub fn new(opts: Options, client: kube::Client, registry: Registry) -> Shared {
+    pub fn new(opts: Options, client: kube::Client, registry: Registry, queue: Queue) -> Shared {
         let reporter = kube::runtime::events::Reporter {
             controller: "wlmap-controller".into(),
             instance: Some(opts.identity.clone()),
@@ -66,8 +67,7 @@ impl Shared {
             gang_objects: RwLock::new(Default::default()),
             conflicts: Mutex::new(BTreeSet::new()),
             ungrouped: Mutex::new(BTreeMap::new()),
-            queue: Mutex::new(BTreeSet::new()),
-            queued: Notify::new(),
+            queue,
             leader: AtomicBool::new(false),
             webhook_ready: AtomicBool::new(false),
             version: tokio::sync::watch::Sender::new(0),
@@ -77,23 +77,7 @@ impl Shared {
 
     /// Ask for these workloads to be reconciled (a key given twice is reconciled once).
     pub fn enqueue(&self, keys: impl IntoIterator<Item = ObjectKey>) {
-        let mut q = locked(&self.queue);
-        let before = q.len();
-        q.extend(keys);
-        if q.len() > before {
-            self.queued.notify_one();
-        }
-    }
-
-    /// The next workload to reconcile, waiting for one.
-    pub async fn next(&self) -> ObjectKey {
-        loop {
-            let popped = locked(&self.queue).pop_first();
-            if let Some(k) = popped {
-                return k;
-            }
-            self.queued.notified().await;
-        }
+        self.queue.now(keys);
     }
 
     /// Every top-level workload, queued (on becoming leader, on a full relist).
@@ -135,21 +119,6 @@ impl Shared {
     pub fn ready(&self) -> bool {
         self.webhook_ready.load(Ordering::SeqCst) && self.read_feed().is_synced()
     }
-}
-
-/// Log one structured line (JSON) to stderr.
-pub fn log(level: &str, msg: &str, fields: Value) {
-    let mut line = serde_json::json!({
-        "ts": k8s_openapi::jiff::Timestamp::now().to_string(),
-        "level": level,
-        "msg": msg,
-    });
-    if let (Some(l), Some(f)) = (line.as_object_mut(), fields.as_object()) {
-        for (k, v) in f {
-            l.insert(k.clone(), v.clone());
-        }
-    }
-    eprintln!("{line}");
 }
 
 /// The inventory under its write lock; dropping it tells the web view the inventory changed.

@@ -3,7 +3,10 @@
 //! `kartas.run.ai` definitions (and what the controller keeps on each), and the CRDs that tell
 //! which kinds are served.
 
-use crate::state::{Shared, log};
+use crate::error::Error;
+use crate::options::FIELD_MANAGER;
+use crate::report::log;
+use crate::state::Shared;
 use crate::state::{reading, writing};
 use futures::StreamExt;
 use kube::api::{DynamicObject, Patch, PatchParams};
@@ -155,7 +158,7 @@ async fn keep_karta(shared: Arc<Shared>, k: Value) {
     if let Some(labels) = u.labels {
         let patch = json!({"apiVersion": "run.ai/v1alpha1", "kind": "Karta",
             "metadata": {"name": name, "labels": labels}});
-        let params = PatchParams::apply(crate::reconcile::FIELD_MANAGER).force();
+        let params = PatchParams::apply(FIELD_MANAGER).force();
         if let Err(e) = api.patch(&name, &params, &Patch::Apply(&patch)).await {
             log(
                 "warning",
@@ -252,12 +255,12 @@ pub(crate) async fn watch_crds(shared: Arc<Shared>, client: kube::Client) {
 async fn kinds_for(
     client: &kube::Client,
     reg: &wlmap_engine::Registry,
-) -> Result<Vec<Kind>, String> {
+) -> Result<Vec<Kind>, Error> {
     let roots: Vec<GroupVersionKind> = reg.iter().map(|d| d.root_gvk()).collect();
     let d = kube::Discovery::new(client.clone())
         .run_aggregated()
         .await
-        .map_err(|e| format!("API discovery: {e}"))?;
+        .map_err(Error::api("API discovery"))?;
     let mut kinds: Vec<Kind> = Vec::new();
     let mut want = wlmap_inventory::kinds_to_watch(reg, &roots);
     // A TrainJob's runtime, and any kind a definition reads as a reference, live too.
@@ -283,7 +286,7 @@ pub(crate) async fn watch_workloads(shared: Arc<Shared>, watch_client: kube::Cli
                 log(
                     "warning",
                     "cannot tell which kinds to watch (retrying)",
-                    json!({"error": e}),
+                    json!({"error": e.to_string()}),
                 );
                 tokio::time::sleep(Duration::from_secs(2)).await;
                 continue;
@@ -375,7 +378,7 @@ fn on_workload_event(
 /// Keep the store of gang objects that exist; one of ours deleted by someone else is
 /// written again (its workload is queued).
 pub(crate) async fn watch_gang_objects(shared: Arc<Shared>, watch_client: kube::Client) {
-    let kinds = crate::reconcile::gang_kinds(shared.opts.format);
+    let kinds = crate::gangs::kinds(shared.opts.format);
     let mut stream = wlmap_kube::watch_stream(&watch_client, "", &kinds, None);
     let mut listing: BTreeMap<usize, Vec<Value>> = BTreeMap::new();
     let mut said = std::collections::BTreeSet::new();

@@ -2,10 +2,12 @@
 //! answer with the patch that tags it. It lets every pod through: one it cannot place goes
 //! unchanged, counted in a metric, with an event on its workload and a warning to the client.
 
-use crate::admission::{already_grouped, answer, patch, pod_of};
+use crate::admission::{answer, patch, pod_of};
+use crate::error::Error;
 use crate::metrics::Metrics;
+use crate::report::{event, log};
+use crate::state::Shared;
 use crate::state::reading;
-use crate::state::{Shared, log};
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -30,7 +32,7 @@ pub fn review_karta(shared: &Arc<Shared>, review: &Value) -> Value {
         }
         Err(why) => {
             Metrics::count(&shared.metrics.karta_reviews, "result", "denied");
-            crate::admission::refusal(review, &why)
+            crate::admission::refusal(review, &why.0)
         }
     }
 }
@@ -52,7 +54,7 @@ async fn decide(shared: &Arc<Shared>, review: &Value) -> (&'static str, Value) {
     let Some(pod) = pod_of(review) else {
         return ("not_a_pod", answer(review, None, None));
     };
-    if already_grouped(&pod, format) {
+    if format.format().already_grouped(pod.json()) {
         return ("already_grouped", answer(review, None, None));
     }
     // Each missing owner fetched brings the walk one step up; the chain is at most this long.
@@ -80,7 +82,9 @@ async fn decide(shared: &Arc<Shared>, review: &Value) -> (&'static str, Value) {
                     let changes = shared.write_feed().inventory.apply(owner);
                     shared.enqueue(changes.into_iter().map(|c| c.key));
                 }
-                Err(why) => return unplaced(shared, review, "owner_not_found", &why, None),
+                Err(why) => {
+                    return unplaced(shared, review, "owner_not_found", &why.to_string(), None);
+                }
             },
         }
     }
@@ -114,7 +118,15 @@ fn unplaced(
         let (shared, note) = (shared.clone(), note.clone());
         // The review is answered now; the event follows.
         tokio::spawn(async move {
-            crate::run::event(&shared, &root, "Warning", "PodNotGrouped", "Admit", &note).await;
+            event(
+                &shared.recorder,
+                &root,
+                "Warning",
+                "PodNotGrouped",
+                "Admit",
+                &note,
+            )
+            .await;
         });
     }
     (
@@ -125,36 +137,37 @@ fn unplaced(
 
 /// Get an owner the inventory does not hold yet (created a moment ago; its watch event is
 /// on its way), if it is the object the reference names.
-async fn fetch(shared: &Shared, r: &OwnerRef) -> Result<Object, String> {
+async fn fetch(shared: &Shared, r: &OwnerRef) -> Result<Object, Error> {
     let gk = GroupKind::from_api_version(&r.api_version, &r.kind);
     let kind = reading(&shared.kinds)
         .iter()
         .find(|k| k.group_kind() == gk)
         .cloned()
-        .ok_or_else(|| format!("{} is not watched", r.kind))?;
+        .ok_or_else(|| Error::Setup(format!("{} is not watched", r.kind)))?;
     let api: kube::Api<kube::api::DynamicObject> = if kind.namespaced {
         kube::Api::namespaced_with(shared.client.clone(), &r.namespace, &kind.api_resource())
     } else {
         kube::Api::all_with(shared.client.clone(), &kind.api_resource())
     };
     shared.metrics.owner_fetches.inc();
+    let what = format!("get {} {}", r.kind, r.name);
     let got = tokio::time::timeout(FETCH_TIMEOUT, api.get_opt(&r.name))
         .await
-        .map_err(|_| {
-            format!(
-                "{} {} did not come within {FETCH_TIMEOUT:?}",
-                r.kind, r.name
-            )
+        .map_err(|_| Error::Timeout {
+            what: what.clone(),
+            after: FETCH_TIMEOUT,
         })?
-        .map_err(|e| format!("get {} {}: {e}", r.kind, r.name))?
-        .ok_or_else(|| format!("{} {} does not exist", r.kind, r.name))?;
+        .map_err(Error::api(what))?
+        .ok_or_else(|| Error::Missing(format!("{} {} does not exist", r.kind, r.name)))?;
     if got.metadata.uid.as_deref() != Some(r.uid.as_str()) {
-        return Err(format!(
+        return Err(Error::Missing(format!(
             "{} {} is another object than the pod's owner",
             r.kind, r.name
-        ));
+        )));
     }
-    let mut v = serde_json::to_value(got).map_err(|e| e.to_string())?;
+    let mut v = serde_json::to_value(got).map_err(|e| {
+        Error::api(format!("read {} {}", r.kind, r.name))(kube::Error::SerdeError(e))
+    })?;
     v["apiVersion"] = Value::from(kind.api_version());
     v["kind"] = Value::from(kind.kind.clone());
     shared.read_feed().inventory.index().trim(&mut v);

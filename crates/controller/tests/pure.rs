@@ -130,7 +130,7 @@ fn desired_objects_of_a_jobset_in_each_format() {
             .as_u64()
             .or(o["spec"]["minMember"].as_u64())
     };
-    for format in wlmap_controller::gangs::FORMATS {
+    for format in SchedulerFormat::controller_formats() {
         // With or without its pods, the same single group: the spec predicts it.
         for with in [&pods[..], &[]] {
             let want = desired(def, &w, root, with, format).expect("renders");

@@ -1,0 +1,245 @@
+//! The controller's decisions over every catalog fixture, in every format it writes, with no
+//! cluster: what it writes from nothing (only its format's kinds, parents first, each owned
+//! by the workload and marked as wlmap's), that it writes nothing more once the server holds
+//! those objects, that it leaves someone else's object of a wanted name alone, that it deletes
+//! only its own leftovers (after its writes), and which pods it counts as without a group.
+
+use serde_json::{Value, json};
+use std::path::Path;
+use wlmap_controller::gangs::{Action, Decision, GangStore, decide};
+use wlmap_engine::{Object, SchedulerFormat};
+use wlmap_inventory::{Entry, Inventory};
+
+/// Every fixture's objects, by `definition/case`.
+fn fixtures() -> Vec<(String, Vec<Object>)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../catalog/fixtures");
+    let mut out = Vec::new();
+    for def in sorted(&root) {
+        for case in sorted(&def) {
+            let text = std::fs::read_to_string(case.join("objects.yaml")).expect("objects.yaml");
+            let objects = wlmap_schema::decode_objects(&text, "default")
+                .expect("decodes")
+                .into_iter()
+                .map(Object::new)
+                .collect();
+            let name = case
+                .strip_prefix(&root)
+                .expect("below")
+                .display()
+                .to_string();
+            out.push((name, objects));
+        }
+    }
+    out
+}
+
+fn sorted(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut v: Vec<_> = std::fs::read_dir(dir)
+        .expect("dir")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.is_dir())
+        .collect();
+    v.sort();
+    v
+}
+
+/// An object as the server keeps it after an apply: a uid, and a default the request did not
+/// name.
+fn served(o: &Value, n: usize) -> Value {
+    let mut s = o.clone();
+    s["metadata"]["uid"] = json!(format!("served-{n}"));
+    s["metadata"]["resourceVersion"] = json!("1");
+    s["spec"]["defaultedByTheServer"] = json!(true);
+    s
+}
+
+fn applied(d: &Decision) -> Vec<Value> {
+    d.writes
+        .iter()
+        .filter_map(|(_, a)| match a {
+            Action::Apply(o) => Some(o.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+fn store_of(objects: &[Value]) -> GangStore {
+    let mut store = GangStore::default();
+    for o in objects {
+        store.insert(o.clone());
+    }
+    store
+}
+
+/// The pods below a workload, each tagged as the format's webhook tags it.
+fn tagged(pods: &[Object], entry: &Entry, format: SchedulerFormat) -> Vec<Object> {
+    let w = entry.result.as_ref().expect("resolves");
+    let groups = wlmap_engine::gangs(&entry.definition, w, Some(pods)).expect("groups");
+    let tags = wlmap_engine::render_gangs(format, &groups, w, &entry.object).pod_tags;
+    pods.iter()
+        .map(|p| {
+            let mut j = p.json().clone();
+            for t in tags.iter().filter(|t| t["pod"] == p.name()) {
+                for part in ["labels", "annotations"] {
+                    for (k, v) in t[part].as_object().into_iter().flatten() {
+                        j["metadata"][part][k] = v.clone();
+                    }
+                }
+                for (k, v) in t["spec"].as_object().into_iter().flatten() {
+                    j["spec"][k] = v.clone();
+                }
+            }
+            Object::new(j)
+        })
+        .collect()
+}
+
+#[test]
+fn every_fixture_in_every_format_the_controller_writes() {
+    let reg = wlmap_catalog::registry().expect("catalog");
+    let (mut ganged, mut with_pods) = (0, 0);
+    for (case, objects) in fixtures() {
+        let inventory = Inventory::from_objects(reg.clone(), objects);
+        for entry in inventory.workloads() {
+            let pods = inventory.index().pods_below(&entry.key);
+            for format in SchedulerFormat::controller_formats() {
+                let at = format!("{case} {} ({format})", entry.key);
+                let d = match decide(entry, &pods, &GangStore::default(), format) {
+                    Ok(d) => d,
+                    Err(e) => {
+                        // Only a workload its definition cannot evaluate has no decision.
+                        assert!(entry.result.is_err(), "{at}: {e}");
+                        assert!(matches!(e, wlmap_controller::Error::Unevaluated(_)), "{at}");
+                        continue;
+                    }
+                };
+                if !entry.definition.has_gangs() {
+                    assert_eq!(d, Decision::default(), "{at}");
+                    continue;
+                }
+                ganged += 1;
+                from_nothing(&d, entry, format, &at);
+                let wanted = applied(&d);
+                // The server holds them: nothing more to write.
+                let held: Vec<Value> = wanted
+                    .iter()
+                    .enumerate()
+                    .map(|(i, o)| served(o, i))
+                    .collect();
+                let again = decide(entry, &pods, &store_of(&held), format).expect("decides");
+                assert_eq!(again.writes, vec![], "{at}");
+                if let Some(first) = wanted.first() {
+                    someone_elses(entry, &pods, &held, first, format, &at);
+                    leftovers(entry, &pods, &held, first, format, &at);
+                }
+                // Pods the webhook tagged are grouped; untagged running members are not.
+                let members = tagged(&pods, entry, format);
+                let tagged_d = decide(entry, &members, &store_of(&held), format).expect("decides");
+                assert_eq!(tagged_d.ungrouped, 0, "{at}");
+                if d.ungrouped > 0 {
+                    with_pods += 1;
+                    assert!(d.ungrouped <= pods.len(), "{at}");
+                }
+            }
+        }
+    }
+    // About a hundred ganged workloads of the catalog's kinds, in each of the four formats,
+    // most with pods to count.
+    assert!(ganged >= 4 * 100, "{ganged} decisions");
+    assert!(
+        with_pods >= 4 * 60,
+        "{with_pods} decisions with ungrouped pods"
+    );
+}
+
+/// From nothing: applies only, of the format's kinds in its order, owned by the workload.
+fn from_nothing(d: &Decision, entry: &Entry, format: SchedulerFormat, at: &str) {
+    let kinds = format.format().kinds();
+    let mut last = 0;
+    for (kind, action) in &d.writes {
+        let Action::Apply(o) = action else {
+            panic!("{at}: {action:?} from nothing")
+        };
+        let rank = kinds.iter().position(|k| k == kind).expect("its kind");
+        assert!(rank >= last, "{at}: {} before its parent", kind.kind);
+        last = rank;
+        assert_eq!(o["kind"], kind.kind, "{at}");
+        assert_eq!(o["apiVersion"], kind.api_version(), "{at}");
+        assert_eq!(o["metadata"]["namespace"], entry.object.namespace(), "{at}");
+        assert_eq!(
+            o["metadata"]["ownerReferences"][0]["uid"],
+            entry.object.uid(),
+            "{at}"
+        );
+        assert!(wlmap_controller::gangs::is_ours(o), "{at}");
+    }
+}
+
+/// An object of the first wanted name that is not wlmap's: left alone, the rest still written.
+fn someone_elses(
+    entry: &Entry,
+    pods: &[Object],
+    held: &[Value],
+    first: &Value,
+    format: SchedulerFormat,
+    at: &str,
+) {
+    let mut theirs = held[0].clone();
+    theirs["metadata"]["labels"] = json!({"app.kubernetes.io/managed-by": "kueue"});
+    let d = decide(entry, pods, &store_of(&[theirs]), format).expect("decides");
+    let name = first["metadata"]["name"]
+        .as_str()
+        .expect("name")
+        .to_string();
+    assert!(
+        d.writes
+            .iter()
+            .any(|(_, a)| *a == Action::Conflict { name: name.clone() }),
+        "{at}"
+    );
+    assert!(
+        applied(&d)
+            .iter()
+            .all(|o| o["metadata"]["name"] != name.as_str() || o["kind"] != first["kind"]),
+        "{at}"
+    );
+    assert_eq!(applied(&d).len() + 1, held.len(), "{at}");
+}
+
+/// One of ours for this workload that it no longer needs: deleted by uid, after the writes;
+/// one of ours for another workload is kept.
+fn leftovers(
+    entry: &Entry,
+    pods: &[Object],
+    held: &[Value],
+    first: &Value,
+    format: SchedulerFormat,
+    at: &str,
+) {
+    let mut stale = first.clone();
+    stale["metadata"]["name"] = json!("stale-gang");
+    stale["metadata"]["uid"] = json!("stale-uid");
+    let mut another = stale.clone();
+    another["metadata"]["name"] = json!("another-gang");
+    another["metadata"]["ownerReferences"][0]["uid"] = json!("another-workload");
+    let mut all = held.to_vec();
+    all.extend([stale, another]);
+    let d = decide(entry, pods, &store_of(&all), format).expect("decides");
+    assert_eq!(
+        d.writes,
+        vec![(
+            format
+                .format()
+                .kinds()
+                .iter()
+                .find(|k| first["kind"] == k.kind)
+                .copied()
+                .expect("kind"),
+            Action::Delete {
+                name: "stale-gang".into(),
+                uid: "stale-uid".into()
+            }
+        )],
+        "{at}"
+    );
+}

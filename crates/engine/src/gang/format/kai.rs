@@ -1,0 +1,98 @@
+//! KAI Scheduler: a `scheduling.run.ai/v2alpha2` PodGroup per group, sub-groups as KAI's
+//! `subGroups`; pods name their group in the `pod-group-name` annotation and their sub-group
+//! in the `kai.scheduler/subgroup-name` label (as KAI's pod-grouper writes them).
+
+use super::{Format, GangKind, Rendered, has_annotation, object, topology};
+use crate::gang::PodGroup;
+use crate::object::Object;
+use crate::resolve::Workload;
+use serde_json::{Value, json};
+
+const POD_GROUP: GangKind = GangKind {
+    group: "scheduling.run.ai",
+    version: "v2alpha2",
+    kind: "PodGroup",
+    plural: "podgroups",
+};
+
+/// KAI Scheduler.
+pub(super) struct Kai;
+
+impl Format for Kai {
+    fn name(&self) -> &'static str {
+        "kai"
+    }
+
+    fn summary(&self) -> &'static str {
+        "KAI Scheduler PodGroup (scheduling.run.ai/v2alpha2)"
+    }
+
+    fn kinds(&self) -> &'static [GangKind] {
+        &[POD_GROUP]
+    }
+
+    fn render(&self, groups: &[PodGroup], _: &Workload, o: &Object) -> Rendered {
+        let mut r = Rendered::default();
+        for g in groups {
+            r.objects.push(object(&POD_GROUP, &g.name, o, spec(g, o)));
+            for s in &g.sub_groups {
+                for p in &s.members {
+                    r.pod_tags.push(json!({"pod": p, "annotations": {"pod-group-name": g.name}, "labels": {"kai.scheduler/subgroup-name": s.name}}));
+                }
+            }
+            if g.sub_groups.is_empty() {
+                for p in &g.members {
+                    r.pod_tags
+                        .push(json!({"pod": p, "annotations": {"pod-group-name": g.name}}));
+                }
+            }
+        }
+        r
+    }
+
+    fn already_grouped(&self, pod: &Value) -> bool {
+        has_annotation(pod, "pod-group-name")
+    }
+
+    fn not_written_by_controller(&self) -> Option<&'static str> {
+        Some("KAI Scheduler's pod-grouper reads definitions itself")
+    }
+}
+
+/// The queue from the workload's `kai.scheduler/queue` label, its priority class, and either
+/// `minMember` or sub-groups.
+fn spec(g: &PodGroup, o: &Object) -> Value {
+    let label = |k: &str| o.label(k).map(str::to_string);
+    let mut spec =
+        json!({"queue": label("kai.scheduler/queue").unwrap_or_else(|| "default-queue".into())});
+    if let Some(p) = label("priorityClassName").or_else(|| {
+        o.json()
+            .pointer("/spec/priorityClassName")
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    }) {
+        spec["priorityClassName"] = json!(p);
+    }
+    if g.sub_groups.is_empty() {
+        spec["minMember"] = json!(g.min_member);
+    } else {
+        // KAI: minMember and minSubGroup are exclusive; a group with sub-groups needs all
+        // of them (each sub-group carries its own minMember).
+        spec["minSubGroup"] = json!(g.sub_groups.len());
+        spec["subGroups"] = g
+            .sub_groups
+            .iter()
+            .map(|s| {
+                let mut sg = json!({"name": s.name, "minMember": s.min_member});
+                if let Some(t) = &s.topology {
+                    sg["topologyConstraint"] = topology(t);
+                }
+                sg
+            })
+            .collect();
+    }
+    if let Some(t) = &g.topology {
+        spec["topologyConstraint"] = topology(t);
+    }
+    spec
+}

@@ -1,0 +1,331 @@
+//! The scheduler formats gangs are written in. Each format is one module that says, once:
+//! which objects it writes ([`Format::kinds`]), how groups render as those objects and as pod
+//! tags ([`Format::render`]), and how to tell that a pod already names its group
+//! ([`Format::already_grouped`]). [`SchedulerFormat`] names them on command lines; adding a
+//! scheduler is its module, a variant and its line in [`SchedulerFormat::format`].
+
+mod coscheduling;
+mod kai;
+mod kueue;
+mod native;
+mod native_composite;
+mod volcano;
+mod workload;
+
+use super::PodGroup;
+use crate::object::Object;
+use crate::resolve::Workload;
+use serde_json::{Value, json};
+use wlmap_schema::TopologyConstraint;
+
+/// What one scheduler format says about gangs.
+pub trait Format: Sync {
+    /// The format's name on a command line (`--format volcano`).
+    fn name(&self) -> &'static str;
+    /// What the format writes, in a line.
+    fn summary(&self) -> &'static str;
+    /// The kinds of the objects it writes, parents before children (the order they are
+    /// created in; deletions go the other way). Empty when groups are pod tags only.
+    fn kinds(&self) -> &'static [GangKind];
+    /// The groups as the format's objects, each owned by the workload, with what ties each
+    /// known pod to its group.
+    fn render(&self, groups: &[PodGroup], w: &Workload, o: &Object) -> Rendered;
+    /// True when the pod already names its group the way this format reads it (its operator
+    /// or a native integration put it there): such a pod is left as it is.
+    fn already_grouped(&self, pod: &Value) -> bool;
+    /// Why `wlmap controller` does not write this format, or `None` when it does.
+    fn not_written_by_controller(&self) -> Option<&'static str> {
+        None
+    }
+    /// When the format's kinds are built into Kubernetes but off by default: what to turn on.
+    fn when_not_served(&self) -> Option<&'static str> {
+        None
+    }
+}
+
+/// The API kind of a gang object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GangKind {
+    /// API group.
+    pub group: &'static str,
+    /// API version.
+    pub version: &'static str,
+    /// Kind.
+    pub kind: &'static str,
+    /// Resource (plural) name.
+    pub plural: &'static str,
+}
+
+impl GangKind {
+    /// `group/version`, as `apiVersion` writes it.
+    pub fn api_version(&self) -> String {
+        format!("{}/{}", self.group, self.version)
+    }
+}
+
+/// The scheduler languages gangs can be rendered in.
+///
+/// ```
+/// # let def = wlmap_engine::Definition::compile(wlmap_schema::Karta::example(), wlmap_engine::Origin::Catalog).unwrap();
+/// # let pod = wlmap_engine::Object::new(serde_json::json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "uid": "u"}, "spec": {}}));
+/// # let w = wlmap_engine::resolve(&def, &pod).unwrap();
+/// let g = vec![wlmap_engine::PodGroup { name: "p".into(), min_member: 1, sub_groups: vec![], members: vec![], topology: None, incomplete: false }];
+/// let r = wlmap_engine::render_gangs(wlmap_engine::SchedulerFormat::Volcano, &g, &w, &pod);
+/// assert_eq!(r.objects[0]["apiVersion"], "scheduling.volcano.sh/v1beta1");
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SchedulerFormat {
+    /// KAI Scheduler `scheduling.run.ai/v2alpha2` PodGroup.
+    Kai,
+    /// scheduler-plugins coscheduling `scheduling.x-k8s.io/v1alpha1` PodGroup.
+    Coscheduling,
+    /// Volcano `scheduling.volcano.sh/v1beta1` PodGroup.
+    Volcano,
+    /// Kueue pod-group labels and annotations.
+    Kueue,
+    /// Kubernetes v1.37 gang scheduling: `scheduling.k8s.io/v1beta1` PodGroups.
+    Native,
+    /// Kubernetes v1.37 hierarchical gangs (alpha, feature gate `CompositePodGroup`): a group
+    /// with sub-groups is a `scheduling.k8s.io/v1alpha3` CompositePodGroup over one PodGroup
+    /// per sub-group, described by a Workload; a group without is a PodGroup as in
+    /// [`SchedulerFormat::Native`].
+    NativeComposite,
+    /// Kubernetes v1.35 Workload API (`scheduling.k8s.io/v1alpha1`).
+    Workload,
+}
+
+impl SchedulerFormat {
+    /// Every format, in the order help lists them.
+    pub const ALL: [SchedulerFormat; 7] = [
+        SchedulerFormat::Kai,
+        SchedulerFormat::Coscheduling,
+        SchedulerFormat::Volcano,
+        SchedulerFormat::Kueue,
+        SchedulerFormat::Native,
+        SchedulerFormat::NativeComposite,
+        SchedulerFormat::Workload,
+    ];
+
+    /// What the format says: its module.
+    ///
+    /// ```
+    /// use wlmap_engine::SchedulerFormat;
+    /// let kinds: Vec<&str> = SchedulerFormat::NativeComposite.format().kinds().iter().map(|k| k.kind).collect();
+    /// assert_eq!(kinds, ["Workload", "CompositePodGroup", "PodGroup"]);
+    /// assert!(SchedulerFormat::Kueue.format().kinds().is_empty());
+    /// ```
+    pub fn format(self) -> &'static dyn Format {
+        match self {
+            SchedulerFormat::Kai => &kai::Kai,
+            SchedulerFormat::Coscheduling => &coscheduling::Coscheduling,
+            SchedulerFormat::Volcano => &volcano::Volcano,
+            SchedulerFormat::Kueue => &kueue::Kueue,
+            SchedulerFormat::Native => &native::Native,
+            SchedulerFormat::NativeComposite => &native_composite::NativeComposite,
+            SchedulerFormat::Workload => &workload::WorkloadApi,
+        }
+    }
+
+    /// The formats `wlmap controller` writes.
+    ///
+    /// ```
+    /// let names: Vec<&str> = wlmap_engine::SchedulerFormat::controller_formats().map(|f| f.name()).collect();
+    /// assert_eq!(names, ["coscheduling", "volcano", "native", "native-composite"]);
+    /// ```
+    pub fn controller_formats() -> impl Iterator<Item = SchedulerFormat> {
+        SchedulerFormat::ALL
+            .into_iter()
+            .filter(|f| f.format().not_written_by_controller().is_none())
+    }
+
+    /// The format's name on a command line (`--format volcano`).
+    ///
+    /// ```
+    /// use wlmap_engine::SchedulerFormat;
+    /// assert_eq!(SchedulerFormat::Volcano.name(), "volcano");
+    /// assert_eq!("native".parse::<SchedulerFormat>(), Ok(SchedulerFormat::Native));
+    /// assert!("slurm".parse::<SchedulerFormat>().unwrap_err().contains("kai, coscheduling"));
+    /// ```
+    pub fn name(self) -> &'static str {
+        self.format().name()
+    }
+
+    /// What the format writes, in a line.
+    pub fn summary(self) -> &'static str {
+        self.format().summary()
+    }
+}
+
+impl std::str::FromStr for SchedulerFormat {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        SchedulerFormat::ALL
+            .into_iter()
+            .find(|f| f.name() == s)
+            .ok_or_else(|| {
+                let names: Vec<&str> = SchedulerFormat::ALL.iter().map(|f| f.name()).collect();
+                format!(
+                    "unknown scheduler format {s:?} (one of {})",
+                    names.join(", ")
+                )
+            })
+    }
+}
+
+impl std::fmt::Display for SchedulerFormat {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The label every gang object wlmap writes carries: the controller changes and deletes only
+/// objects with it (an object of the same name without it belongs to someone else).
+pub const MANAGED_BY: (&str, &str) = ("app.kubernetes.io/managed-by", "wlmap");
+
+/// What a scheduler format renders of a workload's gang groups.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Rendered {
+    /// The objects to create, each owned by the workload (valid for `kubectl apply`). Kueue
+    /// has none: its groups are pod labels and annotations only.
+    pub objects: Vec<Value>,
+    /// What ties each known pod to its group: `{"pod", "labels"?, "annotations"?, "spec"?}`.
+    /// A pod carries these from its creation (a webhook or the operator sets them): the
+    /// native `spec.schedulingGroup` cannot change afterwards.
+    pub pod_tags: Vec<Value>,
+    /// What the format could not say (more groups than it holds, ...).
+    pub warnings: Vec<String>,
+    /// Kueue: the labels and annotations each group's pod templates need.
+    pub templates: Vec<Value>,
+}
+
+impl Rendered {
+    fn extend(&mut self, other: Rendered) {
+        self.objects.extend(other.objects);
+        self.pod_tags.extend(other.pod_tags);
+        self.warnings.extend(other.warnings);
+        self.templates.extend(other.templates);
+    }
+}
+
+/// Render groups as a scheduler's objects: PodGroups (KAI, coscheduling, Volcano, the
+/// Kubernetes v1.37 `PodGroup`), a v1.35 `Workload`, or pod labels and annotations (Kueue),
+/// each owned by the workload, with what ties each known pod to its group.
+///
+/// ```
+/// let def = wlmap_engine::Definition::compile(wlmap_schema::Karta::example(), wlmap_engine::Origin::Catalog).unwrap();
+/// let pod = wlmap_engine::Object::new(serde_json::json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "uid": "u"}, "spec": {}}));
+/// let w = wlmap_engine::resolve(&def, &pod).unwrap();
+/// let g = vec![wlmap_engine::PodGroup { name: "p".into(), min_member: 1, sub_groups: vec![], members: vec!["p".into()], topology: None, incomplete: false }];
+/// let r = wlmap_engine::render_gangs(wlmap_engine::SchedulerFormat::Native, &g, &w, &pod);
+/// assert_eq!(r.objects[0]["apiVersion"], "scheduling.k8s.io/v1beta1");
+/// assert_eq!(r.objects[0]["spec"]["schedulingPolicy"]["gang"]["minCount"], 1);
+/// assert_eq!(r.pod_tags[0]["spec"]["schedulingGroup"]["podGroupName"], "p");
+/// ```
+pub fn render_gangs(
+    format: SchedulerFormat,
+    groups: &[PodGroup],
+    w: &Workload,
+    o: &Object,
+) -> Rendered {
+    format.format().render(groups, w, o)
+}
+
+/// The `metadata` of a gang object: its name, namespace, the managed-by label, and the
+/// workload as its controlling owner.
+fn meta(name: &str, o: &Object) -> Value {
+    let owner = json!([{"apiVersion": o.api_version(), "kind": o.kind(), "name": o.name(), "uid": o.uid(), "controller": true, "blockOwnerDeletion": false}]);
+    let mut m =
+        json!({"name": name, "labels": {MANAGED_BY.0: MANAGED_BY.1}, "ownerReferences": owner});
+    if !o.namespace().is_empty() {
+        m["namespace"] = json!(o.namespace());
+    }
+    m
+}
+
+/// An object of a gang kind.
+fn object(kind: &GangKind, name: &str, o: &Object, spec: Value) -> Value {
+    json!({"apiVersion": kind.api_version(), "kind": kind.kind, "metadata": meta(name, o), "spec": spec})
+}
+
+/// A topology constraint as KAI writes it.
+fn topology(t: &TopologyConstraint) -> Value {
+    json!({"topology": t.topology_name, "requiredTopologyLevel": t.required_topology_level, "preferredTopologyLevel": t.preferred_topology_level})
+}
+
+/// Tags for each member pod of each group.
+fn tag_members(groups: &[PodGroup], tag: impl Fn(&PodGroup, &str) -> Value) -> Vec<Value> {
+    groups
+        .iter()
+        .flat_map(|g| g.members.iter().map(move |p| (g, p)))
+        .map(|(g, p)| tag(g, p))
+        .collect()
+}
+
+/// True when the pod has this label.
+fn has_label(pod: &Value, key: &str) -> bool {
+    !pod["metadata"]["labels"][key].is_null()
+}
+
+/// True when the pod has this annotation.
+fn has_annotation(pod: &Value, key: &str) -> bool {
+    !pod["metadata"]["annotations"][key].is_null()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_format_renders_only_its_own_kinds() {
+        let def =
+            crate::Definition::compile(wlmap_schema::Karta::example(), crate::Origin::Catalog)
+                .unwrap();
+        let pod = Object::new(json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "p", "namespace": "ml", "uid": "u"}, "spec": {}}));
+        let w = crate::resolve(&def, &pod).unwrap();
+        let g = PodGroup {
+            name: "p-gang".into(),
+            min_member: 2,
+            sub_groups: vec![],
+            members: vec!["p".into()],
+            topology: None,
+            incomplete: false,
+        };
+        for f in SchedulerFormat::ALL {
+            let r = render_gangs(f, std::slice::from_ref(&g), &w, &pod);
+            let kinds = f.format().kinds();
+            for o in &r.objects {
+                assert!(
+                    kinds
+                        .iter()
+                        .any(|k| o["kind"] == k.kind && o["apiVersion"] == k.api_version()),
+                    "{f}: {} {} is not among its kinds",
+                    o["apiVersion"],
+                    o["kind"]
+                );
+                assert_eq!(o["metadata"]["labels"][MANAGED_BY.0], MANAGED_BY.1, "{f}");
+            }
+            // A pod tagged as the format tags it reads as grouped by the same format.
+            for t in &r.pod_tags {
+                let mut tagged = json!({"metadata": {"name": "p"}, "spec": {}});
+                for part in ["labels", "annotations"] {
+                    if !t[part].is_null() {
+                        tagged["metadata"][part] = t[part].clone();
+                    }
+                }
+                if let Some(spec) = t["spec"].as_object() {
+                    for (k, v) in spec {
+                        tagged["spec"][k] = v.clone();
+                    }
+                }
+                assert!(f.format().already_grouped(&tagged), "{f}: {t}");
+                assert!(
+                    !f.format()
+                        .already_grouped(&json!({"metadata": {}, "spec": {}})),
+                    "{f}"
+                );
+            }
+        }
+    }
+}
