@@ -2,8 +2,8 @@
 //! pod labels tell components and instances apart, which condition types and phases occur.
 
 use crate::crd::Crd;
-use crate::paths::{Step, text};
 use crate::paths::Template;
+use crate::paths::{Step, text};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 

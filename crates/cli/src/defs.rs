@@ -51,67 +51,13 @@ pub fn registry(
     Ok(reg)
 }
 
-fn plural(kind: &str) -> String {
-    let k = kind.to_lowercase();
-    if k.ends_with('s') || k.ends_with("x") {
-        format!("{k}es")
-    } else if let Some(stem) = k.strip_suffix('y') {
-        format!("{stem}ies")
-    } else {
-        format!("{k}s")
-    }
-}
-
-/// Definitions a TYPE names: kind, plural or short name, optionally `.group` (case-insensitive).
-/// Several definitions can match (versions, groups); the caller picks per object.
+/// Definitions a TYPE names ([`Registry::resolve_type`]), or the error that says none does.
 pub fn resolve_type(reg: &Registry, ty: &str) -> Result<Vec<Arc<Definition>>> {
-    let t = ty.to_lowercase();
-    let (name, group) = match t.split_once('.') {
-        Some((n, g)) => (n.to_string(), Some(g.to_string())),
-        None => (t.clone(), None),
-    };
-    let named = |d: &Definition| {
-        let g = d.root_gvk();
-        g.kind.to_lowercase() == name || plural(&g.kind) == name
-    };
-    let short = |d: &Definition| d.karta().spec.short_names.contains(&name);
-    let in_group = |d: &Definition| match &group {
-        Some(gr) => {
-            let g = d.root_gvk();
-            g.group == *gr || format!("{}.{}", g.version, g.group) == *gr
-        }
-        None => true,
-    };
-    // A short name is a definition's own (its `shortNames`): it names that kind alone.
-    let by_short: Vec<Arc<Definition>> = reg
-        .iter()
-        .filter(|d| short(d) && in_group(d))
-        .cloned()
-        .collect();
-    if !by_short.is_empty() {
-        return Ok(by_short);
-    }
-    let hits: Vec<Arc<Definition>> = reg
-        .iter()
-        .filter(|d| named(d) && in_group(d))
-        .cloned()
-        .collect();
+    let hits = reg.resolve_type(ty);
     if hits.is_empty() {
         return Err(no_definition(format!(
             "no definition for type {ty:?}; `wlmap definitions` lists the known kinds, and a Karta definition adds one"
         )));
-    }
-    // Without a group, prefer the kind's most common reading: core/apps/batch over CRDs that
-    // reuse the name (a bare "job" is batch/v1 Job, not a Volcano Job), unless only CRDs match.
-    if group.is_none() {
-        let builtin: Vec<_> = hits
-            .iter()
-            .filter(|d| matches!(d.root_gvk().group.as_str(), "" | "apps" | "batch"))
-            .cloned()
-            .collect();
-        if !builtin.is_empty() && builtin.len() < hits.len() {
-            return Ok(builtin);
-        }
     }
     Ok(hits)
 }

@@ -87,4 +87,74 @@ impl Registry {
     pub fn is_empty(&self) -> bool {
         self.defs.is_empty()
     }
+
+    /// The definitions a TYPE names, as kubectl reads a resource type: a kind, its plural or
+    /// a definition's short name, optionally with `.group` or `.version.group`
+    /// (case-insensitive). Several may match (versions, groups); the caller picks per object.
+    /// A short name names its definition alone; without a group, a name shared by a
+    /// built-in kind and custom kinds is the built-in one (a bare `job` is `batch/v1` Job, not
+    /// a Volcano Job). Empty when nothing matches.
+    ///
+    /// ```
+    /// use wlmap_engine::{Definition, Origin, Registry};
+    /// let mut reg = Registry::default();
+    /// reg.insert(Definition::compile(wlmap_schema::Karta::example(), Origin::Catalog).unwrap());
+    /// for t in ["pods", "Pod", "pod.v1."] {
+    ///     assert_eq!(reg.resolve_type(t).len(), 1, "{t}");
+    /// }
+    /// assert!(reg.resolve_type("pod.batch").is_empty());
+    /// assert!(reg.resolve_type("gadget").is_empty());
+    /// ```
+    pub fn resolve_type(&self, ty: &str) -> Vec<Arc<Definition>> {
+        let t = ty.to_lowercase();
+        let (name, group) = match t.split_once('.') {
+            Some((n, g)) => (n.to_string(), Some(g.to_string())),
+            None => (t.clone(), None),
+        };
+        let in_group = |d: &Definition| match &group {
+            Some(gr) => {
+                let g = d.root_gvk();
+                g.group == *gr || format!("{}.{}", g.version, g.group) == *gr
+            }
+            None => true,
+        };
+        let matching = |by: &dyn Fn(&Definition) -> bool| -> Vec<Arc<Definition>> {
+            self.iter()
+                .filter(|d| by(d) && in_group(d))
+                .cloned()
+                .collect()
+        };
+        let by_short = matching(&|d| d.karta().spec.short_names.contains(&name));
+        if !by_short.is_empty() {
+            return by_short;
+        }
+        let hits = matching(&|d| {
+            let kind = &d.root_gvk().kind;
+            kind.to_lowercase() == name || plural(kind) == name
+        });
+        if group.is_none() {
+            let builtin: Vec<_> = hits
+                .iter()
+                .filter(|d| matches!(d.root_gvk().group.as_str(), "" | "apps" | "batch"))
+                .cloned()
+                .collect();
+            if !builtin.is_empty() && builtin.len() < hits.len() {
+                return builtin;
+            }
+        }
+        hits
+    }
+}
+
+/// A kind's plural as the API's conventions make it (`Policy` → `policies`, `Ingress` →
+/// `ingresses`).
+fn plural(kind: &str) -> String {
+    let k = kind.to_lowercase();
+    if k.ends_with('s') || k.ends_with('x') {
+        format!("{k}es")
+    } else if let Some(stem) = k.strip_suffix('y') {
+        format!("{stem}ies")
+    } else {
+        format!("{k}s")
+    }
 }
