@@ -5,7 +5,9 @@
 #               (against ../shared/conformance)
 #   browser     `wlmap serve`'s web page in headless Chromium over WebDriver (Debian's chromium
 #               and chromium-driver)
-#   e2e         the end-to-end and fault tests against a real kube-apiserver (testbed/)
+#   e2e         the end-to-end and fault tests against a real kube-apiserver (testbed/), and
+#               the installed forms (the container image read back and run by crane, the
+#               chart's image, `kubectl wlmap` installed by krew, packaging/install.sh)
 #   scheduling  the end-to-end tests on a testbed that schedules: kube-scheduler with gang
 #               scheduling, KWOK GPU nodes, the real Job controller and the KubeRay, JobSet,
 #               LeaderWorkerSet, Kubeflow training operator and Trainer operators (webhooks on),
@@ -74,7 +76,7 @@ elif ! testbed/build.sh >/dev/null; then
   failed_tiers+=(e2e scheduling)
 else
   cargo build -p wlmap-cli --locked
-  tier e2e testbed/with-testbed.sh cargo test -p wlmap-e2e --locked --test e2e --test faults \
+  tier e2e testbed/with-testbed.sh cargo test -p wlmap-e2e --locked --test e2e --test faults --test install \
     -- --include-ignored --test-threads=1
   tier scheduling env WLMAP_TESTBED_OPERATORS=kuberay,jobset,lws,training-operator,trainer testbed/with-testbed.sh \
     cargo test -p wlmap-e2e --locked --test scheduling --test controller --test chart -- --include-ignored --test-threads=1

@@ -124,6 +124,9 @@ ADDONS=(
   "training-operator|github.com/kubeflow/training-operator@v1.8.1|./cmd/training-operator.v1|training-operator|manifests|"
   "trainer|github.com/kubeflow/trainer/v2@v2.3.0|./cmd/trainer-controller-manager|trainer-manager|manifests|"
   "mpi-operator|github.com/kubeflow/mpi-operator@v0.8.0|./cmd/mpi-operator|mpi-operator|manifests|"
+  "crane|github.com/google/go-containerregistry@v0.20.6|./cmd/crane|crane||"
+  "krew|sigs.k8s.io/krew@v0.4.3|./cmd/krew|kubectl-krew||"
+  "validate-krew-manifest|sigs.k8s.io/krew@v0.4.3|./cmd/validate-krew-manifest|validate-krew-manifest||"
 )
 
 build_addon() { # NAME MODULE@VERSION PKG BINARY MANIFESTS TAGS

@@ -22,6 +22,9 @@ mod demo {
 
 pub mod conformance;
 
+/// The catalog's version: it ships with wlmap, and moves with it.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
 pub use demo::DEMO;
 pub use generated::FILES;
 use wlmap_engine::{Definition, Origin, Registry};

@@ -24,7 +24,13 @@ Examples:
 /// wlmap: see any Kubernetes workload (JobSet, RayCluster, LeaderWorkerSet, Dynamo...) as one
 /// tree of components with its status and GPU total, from definitions instead of adapters.
 #[derive(Debug, Parser)]
-#[command(name = "wlmap", version, about, after_help = AFTER_HELP, propagate_version = true)]
+#[command(
+    name = "wlmap",
+    version = concat!(env!("CARGO_PKG_VERSION"), " (", env!("WLMAP_REVISION"), ")"),
+    about,
+    after_help = AFTER_HELP,
+    propagate_version = true
+)]
 pub struct Cli {
     /// Connection and source options.
     #[command(flatten)]
@@ -149,6 +155,19 @@ pub enum Command {
     Completion {
         /// The shell to write the completion script for.
         shell: clap_complete::Shell,
+    },
+    /// Print wlmap's version, the git revision it was built from, its catalog and the
+    /// definition formats it reads.
+    #[command(after_help = "Examples:\n  wlmap version\n  wlmap version -o json")]
+    Version,
+    /// Write the manual pages (wlmap.1 and one per command) into a directory.
+    #[command(
+        hide = true,
+        after_help = "Examples:\n  wlmap man /usr/local/share/man/man1"
+    )]
+    Man {
+        /// The directory (created if missing).
+        dir: PathBuf,
     },
 }
 

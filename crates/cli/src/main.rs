@@ -45,6 +45,8 @@ fn run(cli: Cli) -> Result<(), Failure> {
             return Ok(());
         }
         Command::Validate(a) => return commands::validate::run(a),
+        Command::Version => return commands::version::run(cli.global.output),
+        Command::Man { dir } => return commands::version::man(dir),
         Command::Controller(a) => return commands::controller::run(&cli.global, a),
         _ => {}
     }
@@ -173,7 +175,11 @@ fn dispatch(command: &Command, ctx: Context) -> Result<(), Failure> {
         Command::Serve(a) => commands::serve::run(ctx, a),
         Command::Scaffold(a) => commands::scaffold::run(&ctx, a),
         Command::Check(a) => commands::check::run(&ctx, a),
-        Command::Validate(_) | Command::Controller(_) | Command::Completion { .. } => Ok(()),
+        Command::Validate(_)
+        | Command::Controller(_)
+        | Command::Completion { .. }
+        | Command::Version
+        | Command::Man { .. } => Ok(()),
     }
 }
 

@@ -47,5 +47,5 @@ mod watches;
 mod webhook;
 
 pub use error::{Error, Invalid};
-pub use options::{Certificates, Endpoint, FIELD_MANAGER, Options};
+pub use options::{Build, Certificates, Endpoint, FIELD_MANAGER, Options};
 pub use run::run;

@@ -36,6 +36,8 @@ pub struct Metrics {
     pub leader: Gauge,
     /// Top-level workloads in the live inventory.
     pub workloads: Gauge,
+    /// 1, labelled with the running wlmap's version and revision.
+    pub build_info: Family<Labels, Gauge>,
 }
 
 impl Default for Metrics {
@@ -111,6 +113,12 @@ impl Metrics {
             "1 while this replica holds the leader Lease",
             leader.clone(),
         );
+        let build_info = Family::<Labels, Gauge>::default();
+        registry.register(
+            "wlmap_build_info",
+            "The running wlmap: 1, labelled with its version and the git revision it was built from",
+            build_info.clone(),
+        );
         registry.register(
             "wlmap_inventory_workloads",
             "Top-level workloads in the live inventory",
@@ -128,7 +136,23 @@ impl Metrics {
             pods_ungrouped,
             leader,
             workloads,
+            build_info,
         }
+    }
+
+    /// Say which build runs (`wlmap_build_info`).
+    ///
+    /// ```
+    /// let m = wlmap_controller::metrics::Metrics::new();
+    /// m.set_build(&wlmap_controller::Build { version: "0.1.0".into(), revision: "abc".into() });
+    /// assert!(m.render().contains(r#"wlmap_build_info{version="0.1.0",revision="abc"} 1"#));
+    /// ```
+    pub fn set_build(&self, b: &crate::options::Build) {
+        let labels = vec![
+            ("version", b.version.clone()),
+            ("revision", b.revision.clone()),
+        ];
+        self.build_info.get_or_create(&labels).set(1);
     }
 
     /// Count one under a label.

@@ -44,6 +44,15 @@ pub enum Endpoint {
     Url(String),
 }
 
+/// Which wlmap runs (logged at start, `wlmap_build_info`).
+#[derive(Debug, Clone, Default)]
+pub struct Build {
+    /// wlmap's version.
+    pub version: String,
+    /// The git revision it was built from.
+    pub revision: String,
+}
+
 /// How the controller runs.
 #[derive(Debug, Clone)]
 pub struct Options {
@@ -73,4 +82,6 @@ pub struct Options {
     pub endpoint: Endpoint,
     /// The MutatingWebhookConfiguration the controller keeps (self-managed certificates).
     pub webhook_config: String,
+    /// Which wlmap this is.
+    pub build: Build,
 }

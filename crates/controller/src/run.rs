@@ -24,6 +24,11 @@ pub fn run(opts: Options) -> Result<(), Error> {
 }
 
 async fn main(opts: Options) -> Result<(), Error> {
+    log(
+        "info",
+        "starting",
+        json!({"version": opts.build.version, "revision": opts.build.revision}),
+    );
     let config = wlmap_kube::load_config(&opts.connect)
         .await
         .map_err(|e| Error::Setup(e.to_string()))?;

@@ -55,6 +55,8 @@ impl Shared {
             controller: "wlmap-controller".into(),
             instance: Some(opts.identity.clone()),
         };
+        let metrics = Metrics::new();
+        metrics.set_build(&opts.build);
         Shared {
             recorder: kube::runtime::events::Recorder::new(client.clone(), reporter),
             opts,
@@ -71,7 +73,7 @@ impl Shared {
             leader: AtomicBool::new(false),
             webhook_ready: AtomicBool::new(false),
             version: tokio::sync::watch::Sender::new(0),
-            metrics: Metrics::new(),
+            metrics,
         }
     }
 

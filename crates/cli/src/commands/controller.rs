@@ -44,6 +44,10 @@ pub fn run(g: &Global, a: &ControllerArgs) -> Result {
         certificates: certificates(a, &endpoint),
         endpoint,
         webhook_config: a.webhook_config.clone(),
+        build: wlmap_controller::Build {
+            version: env!("CARGO_PKG_VERSION").into(),
+            revision: env!("WLMAP_REVISION").into(),
+        },
     };
     wlmap_controller::run(opts).map_err(|e| Failure::new(Code::Runtime, anyhow::anyhow!(e)))
 }

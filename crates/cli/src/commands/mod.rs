@@ -11,4 +11,5 @@ pub mod scaffold;
 pub mod serve;
 pub mod set;
 pub mod validate;
+pub mod version;
 pub mod watch;
