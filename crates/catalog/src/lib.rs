@@ -97,6 +97,45 @@ pub fn registry() -> Result<Registry, Error> {
     Ok(reg)
 }
 
+/// The definitions in force in a cluster: the catalog, overridden by its `kartas.run.ai`
+/// objects (as the API server returns them) for their kinds. Each object is decoded as the
+/// format's Go implementation decodes it (an unknown field dropped, legacy ResourceInterface
+/// converted); one that does not decode or compile is skipped. The warnings say what was
+/// skipped or dropped, naming the object. The CLI and the controller both read a cluster's
+/// definitions through this.
+///
+/// ```
+/// let bad = serde_json::json!({"kind": "Karta", "metadata": {"name": "broken"}});
+/// let (reg, warnings) = wlmap_catalog::with_cluster_kartas(&[bad]).unwrap();
+/// assert_eq!(reg.len(), wlmap_catalog::registry().unwrap().len());
+/// assert!(warnings[0].starts_with("cluster definition broken skipped: "), "{warnings:?}");
+/// ```
+pub fn with_cluster_kartas(
+    objects: &[serde_json::Value],
+) -> Result<(Registry, Vec<String>), Error> {
+    let mut reg = registry()?;
+    let mut warnings = Vec::new();
+    for it in objects {
+        let name = it["metadata"]["name"].as_str().unwrap_or("?");
+        let decoded =
+            wlmap_schema::decode_compatible(&it.to_string(), &format!("kartas.run.ai/{name}"));
+        let skipped = |e: &dyn std::fmt::Display| format!("cluster definition {name} skipped: {e}");
+        match decoded {
+            Ok(d) => {
+                warnings.extend(d.ignored.iter().map(|i| i.to_string()));
+                for k in d.kartas {
+                    match Definition::compile(k, Origin::Cluster) {
+                        Ok(d) => reg.insert(d),
+                        Err(e) => warnings.push(skipped(&e)),
+                    }
+                }
+            }
+            Err(e) => warnings.push(skipped(&e)),
+        }
+    }
+    Ok((reg, warnings))
+}
+
 /// The README's library example runs as a doc-test.
 #[doc = include_str!("../../../README.md")]
 #[cfg(doctest)]

@@ -1,15 +1,13 @@
 //! The live-cluster source: which kinds to LIST for a command (a constant number of paginated
-//! LISTs per kind, never one request per pod), definitions from `kartas.run.ai`, and `set`
-//! with optimistic concurrency.
+//! LISTs per kind, never one request per pod), definitions from `kartas.run.ai`, and
+//! references read on demand.
 
-use crate::args::{Command, GetArgs, Global, SetArgs};
-use crate::context::Context;
-use crate::defs::{resolve_type, targets};
-use crate::exit::{Code, Failure, Result, not_found, usage};
+use crate::args::{GetArgs, Global};
+use crate::defs::{resolve_type, single, targets};
+use crate::exit::{Code, Failure, Result, not_found};
 use crate::source::ObjectSet;
 use std::io::IsTerminal;
-use std::sync::Arc;
-use wlmap_engine::{Definition, Object, PodUpdate, Registry, Target};
+use wlmap_engine::{Object, Registry};
 use wlmap_kube::{Cluster, ConnectOptions, Error, Kind};
 use wlmap_schema::GroupVersionKind;
 
@@ -43,35 +41,11 @@ impl Connection {
         })
     }
 
-    /// Definitions in the cluster; when they cannot be read, one warning and the catalog only.
-    pub fn kartas(&self) -> Result<Vec<wlmap_schema::Karta>> {
+    /// The `kartas.run.ai` objects of the cluster; when they cannot be read, one warning and
+    /// none (the catalog only).
+    pub fn kartas(&self) -> Result<Vec<serde_json::Value>> {
         match self.cluster.kartas() {
-            Ok(items) => {
-                let mut out = Vec::new();
-                for it in items {
-                    let name = it
-                        .pointer("/metadata/name")
-                        .and_then(|v| v.as_str())
-                        .unwrap_or("?")
-                        .to_string();
-                    // Decoded as files are: an unknown field (a CRD other than wlmap's may
-                    // keep them) is dropped with a warning, and legacy ResourceInterface
-                    // objects are converted.
-                    let text = it.to_string();
-                    match wlmap_schema::decode_compatible(&text, &format!("kartas.run.ai/{name}")) {
-                        Ok(d) => {
-                            for ignored in &d.ignored {
-                                eprintln!("wlmap: warning: {ignored}");
-                            }
-                            out.extend(d.kartas)
-                        }
-                        Err(e) => {
-                            eprintln!("wlmap: warning: cluster definition {name} skipped: {e}")
-                        }
-                    }
-                }
-                Ok(out)
-            }
+            Ok(items) => Ok(items),
             Err(Error::NotFound(_)) => {
                 eprintln!(
                     "wlmap: warning: the kartas.run.ai CRD is not installed; using built-in definitions only"
@@ -94,7 +68,8 @@ impl Connection {
         }
     }
 
-    fn kind(&self, gvk: &GroupVersionKind) -> Result<Option<Kind>> {
+    /// The kind as the server serves it, if it does.
+    pub fn kind(&self, gvk: &GroupVersionKind) -> Result<Option<Kind>> {
         self.cluster.resource(gvk).map_err(failure)
     }
 
@@ -121,25 +96,23 @@ impl Connection {
         Ok(())
     }
 
-    /// LIST what a command needs.
-    pub fn objects_for(
+    /// LIST the workloads `get` asks for, and what they are made of.
+    pub fn workloads(&self, a: &GetArgs, ns: Option<&str>, reg: &Registry) -> Result<ObjectSet> {
+        let mut set = ObjectSet::default();
+        let kinds = self.kinds_for_get(a, reg)?;
+        self.list_into(&mut set, &kinds, ns)?;
+        Ok(set)
+    }
+
+    /// GET one workload (`TYPE/NAME`), and LIST the kinds it is made of in its namespace.
+    pub fn one_workload(
         &self,
-        cmd: &Command,
+        targets: &[String],
         ns: Option<&str>,
         reg: &Registry,
     ) -> Result<ObjectSet> {
         let mut set = ObjectSet::default();
-        let (gvk, name) = match cmd {
-            Command::Get(a) => {
-                let kinds = self.kinds_for_get(a, reg)?;
-                self.list_into(&mut set, &kinds, ns)?;
-                return Ok(set);
-            }
-            Command::Describe(a) => single(reg, &a.targets)?,
-            Command::Gang(a) => single(reg, &a.targets)?,
-            Command::Set(a) => single(reg, &a.targets)?,
-            _ => return Ok(set),
-        };
+        let (gvk, name) = single(reg, targets)?;
         let (gvk, name) = (&gvk, &name);
         let kind = self
             .kind(gvk)?
@@ -213,10 +186,11 @@ impl Connection {
         reg: &Registry,
         references: bool,
     ) -> Result<Vec<Kind>> {
-        let mut want = wlmap_inventory::kinds_to_watch(reg, roots);
-        if references {
-            want.extend(wlmap_inventory::referenced_kinds(reg, roots));
-        }
+        let want = if references {
+            wlmap_inventory::kinds_to_follow(reg, roots)
+        } else {
+            wlmap_inventory::kinds_to_watch(reg, roots)
+        };
         let mut kinds: Vec<Kind> = Vec::new();
         for g in &want {
             if let Some(k) = self.kind(g)?
@@ -227,96 +201,6 @@ impl Connection {
         }
         Ok(kinds)
     }
-}
-
-/// The one TYPE/NAME of a command's arguments, as the first definition's kind and the name.
-pub fn single(reg: &Registry, args: &[String]) -> Result<(GroupVersionKind, String)> {
-    let ts = targets(args)?;
-    let [(t, Some(name))] = ts.as_slice() else {
-        return Err(usage("expected one TYPE/NAME (or TYPE NAME), or -f FILE"));
-    };
-    let d = resolve_type(reg, t)?;
-    Ok((d[0].root_gvk(), name.clone()))
-}
-
-/// `set` against the cluster: read, change, write with the read's resourceVersion; on a
-/// conflict, read the fresh object and apply again (the other writer's change survives).
-pub fn set(ctx: &Context, a: &SetArgs, u: &PodUpdate, t: &Target) -> Result {
-    let Some(conn) = &ctx.cluster else {
-        return Err(usage("no cluster connection"));
-    };
-    let (gvk, name) = single(ctx.reg(), &a.targets)?;
-    let (def, kind) = definition_and_kind(ctx, conn, &gvk)?;
-    let ns = ctx.namespace();
-    let dry = match a.dry_run.as_deref() {
-        None => None,
-        Some(d @ ("client" | "server")) => Some(d),
-        Some(_) => return Err(usage("--dry-run must be client or server")),
-    };
-    for attempt in 0..5 {
-        let mut doc = conn
-            .cluster
-            .get(&kind, ns.as_deref(), &name)
-            .map_err(failure)?;
-        let report = crate::commands::set::apply(&def, &mut doc, a, u, t)?;
-        if report.changed.is_empty() {
-            eprintln!("wlmap: {} {name}: nothing to change", gvk.kind);
-            return Ok(());
-        }
-        if dry == Some("client") {
-            return crate::context::print_data(crate::args::Output::Yaml, &doc);
-        }
-        match conn
-            .cluster
-            .replace(&kind, ns.as_deref(), &name, &doc, dry == Some("server"))
-        {
-            Ok(_) => {
-                let note = if dry.is_some() {
-                    " (server dry run)"
-                } else {
-                    ""
-                };
-                let (values, templates) = (report.changed.len(), report.templates);
-                eprintln!(
-                    "wlmap: {} {name} updated: {values} value(s) in {templates} pod template(s){note}",
-                    gvk.kind
-                );
-                return Ok(());
-            }
-            Err(Error::Conflict(_)) => {
-                eprintln!(
-                    "wlmap: {} {name} changed while updating; retrying on the fresh object ({})",
-                    gvk.kind,
-                    attempt + 1
-                );
-            }
-            Err(e) => return Err(failure(e)),
-        }
-    }
-    Err(Failure::new(
-        Code::Runtime,
-        anyhow::anyhow!(
-            "{} {name} kept changing; gave up after 5 attempts without overwriting",
-            gvk.kind
-        ),
-    ))
-}
-
-/// The definition of a kind, and the kind as the server serves it.
-fn definition_and_kind(
-    ctx: &Context,
-    conn: &Connection,
-    gvk: &GroupVersionKind,
-) -> Result<(Arc<Definition>, Kind)> {
-    let def = ctx
-        .reg()
-        .for_kind(gvk)
-        .cloned()
-        .ok_or_else(|| crate::exit::no_definition(format!("no definition for {gvk}")))?;
-    let kind = conn
-        .kind(gvk)?
-        .ok_or_else(|| not_found(format!("the server does not serve {gvk}")))?;
-    Ok((def, kind))
 }
 
 /// (kind, namespace, name) of a referenced object.

@@ -1,22 +1,17 @@
 //! Which definitions are in use (catalog, cluster, files) and how a TYPE argument resolves.
 
-use crate::exit::{Result, invalid, no_definition};
+use crate::exit::{Result, invalid, no_definition, usage};
 use std::sync::Arc;
 use wlmap_engine::{Definition, Origin, Registry};
+use wlmap_schema::GroupVersionKind;
 
-/// Built-in catalog, then cluster definitions, then `--definitions` files (later wins).
-pub fn registry(
-    files: &[std::path::PathBuf],
-    cluster: Vec<wlmap_schema::Karta>,
-) -> Result<Registry> {
-    let mut reg =
-        wlmap_catalog::registry().map_err(|e| invalid(format!("built-in catalog: {e}")))?;
-    for k in cluster {
-        let name = k.name();
-        match Definition::compile(k, Origin::Cluster) {
-            Ok(d) => reg.insert(d),
-            Err(e) => eprintln!("wlmap: warning: cluster definition {name} skipped: {e}"),
-        }
+/// Built-in catalog, then cluster definitions (`kartas.run.ai` objects), then `--definitions`
+/// files (later wins).
+pub fn registry(files: &[std::path::PathBuf], cluster: &[serde_json::Value]) -> Result<Registry> {
+    let (mut reg, warnings) = wlmap_catalog::with_cluster_kartas(cluster)
+        .map_err(|e| invalid(format!("built-in catalog: {e}")))?;
+    for w in warnings {
+        eprintln!("wlmap: warning: {w}");
     }
     for f in files {
         let paths: Vec<std::path::PathBuf> = if f.is_dir() {
@@ -80,4 +75,14 @@ pub fn targets(args: &[String]) -> Result<Vec<(String, Option<String>)>> {
         }
     }
     Ok(out)
+}
+
+/// The one TYPE/NAME of a command's arguments, as the first definition's kind and the name.
+pub fn single(reg: &Registry, args: &[String]) -> Result<(GroupVersionKind, String)> {
+    let ts = targets(args)?;
+    let [(t, Some(name))] = ts.as_slice() else {
+        return Err(usage("expected one TYPE/NAME (or TYPE NAME), or -f FILE"));
+    };
+    let d = resolve_type(reg, t)?;
+    Ok((d[0].root_gvk(), name.clone()))
 }

@@ -55,10 +55,11 @@ fn run(cli: Cli) -> Result<(), Failure> {
         // The platform view is of the whole cluster unless a namespace is named.
         g.all_namespaces = true;
     }
-    let ctx = match source_of(&cli.command, &g) {
+    let (objects, cluster) = commands::reads(&cli.command);
+    let ctx = match source_of(cluster, &g) {
         Source::Offline => offline(g)?,
         Source::Catalog => {
-            let reg = defs::registry(&g.definitions, vec![])?;
+            let reg = defs::registry(&g.definitions, &[])?;
             Context {
                 global: g,
                 index: Index::new(reg, []),
@@ -66,7 +67,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 cluster: None,
             }
         }
-        Source::Cluster => connected(&cli.command, g)?,
+        Source::Cluster => connected(objects, g)?,
     };
     dispatch(&cli.command, ctx)
 }
@@ -81,25 +82,12 @@ enum Source {
     Cluster,
 }
 
-/// Whether a command reads workload objects (a manifest given with `-f` is read by the command).
-fn needs_objects(command: &Command) -> bool {
-    !matches!(
-        command,
-        Command::Definitions(_) | Command::Conformance(_) | Command::Check(_)
-    ) && !matches!(command, Command::Scaffold(a) if !a.from_objects || a.crd.is_some())
-        && !matches!(command, Command::Describe(a) if a.file.is_some())
-        && !matches!(command, Command::Gang(a) if a.file.is_some())
-        && !matches!(command, Command::Set(a) if a.file.is_some())
-}
-
-fn source_of(command: &Command, g: &args::Global) -> Source {
-    let wants_cluster = needs_objects(command)
-        || matches!(command, Command::Definitions(_))
-        || matches!(command, Command::Check(a) if a.crd.is_empty())
-        || matches!(command, Command::Scaffold(a) if a.crd.is_some() || a.from_objects);
-    if g.demo || !g.snapshot.is_empty() || !wants_cluster {
+/// Where a command's objects come from, given whether it talks to a cluster.
+fn source_of(cluster: commands::Cluster, g: &args::Global) -> Source {
+    use commands::Cluster;
+    if g.demo || !g.snapshot.is_empty() || cluster == Cluster::No {
         Source::Offline
-    } else if matches!(command, Command::Definitions(_) | Command::Check(_))
+    } else if cluster == Cluster::IfConfigured
         && g.kubeconfig.is_none()
         && std::env::var_os("KUBECONFIG").is_none()
         && !default_kubeconfig_exists()
@@ -119,7 +107,7 @@ fn offline(g: args::Global) -> Result<Context, Failure> {
     } else {
         source::ObjectSet::default()
     };
-    let reg = defs::registry(&g.definitions, vec![])?;
+    let reg = defs::registry(&g.definitions, &[])?;
     Ok(Context {
         global: g,
         index: Index::new(reg, set.objects),
@@ -128,26 +116,22 @@ fn offline(g: args::Global) -> Result<Context, Failure> {
     })
 }
 
-/// The cluster's definitions and, unless the command watches (it lists through its watches),
-/// the objects it needs.
-fn connected(command: &Command, mut g: args::Global) -> Result<Context, Failure> {
+/// The cluster's definitions and the objects the command has listed for it.
+fn connected(objects: commands::Objects, mut g: args::Global) -> Result<Context, Failure> {
     let conn = cluster::Connection::new(&g)?;
     if g.namespace.is_none() {
         g.namespace = Some(conn.cluster.default_namespace().to_string());
     }
-    let reg = defs::registry(&g.definitions, conn.kartas()?)?;
+    let reg = defs::registry(&g.definitions, &conn.kartas()?)?;
     let ns = if g.all_namespaces {
         None
     } else {
         g.namespace.clone()
     };
-    let watch = matches!(command, Command::Get(a) if a.watch)
-        || matches!(command, Command::Describe(a) if a.watch)
-        || matches!(command, Command::Serve(_));
-    let set = if needs_objects(command) && !watch {
-        conn.objects_for(command, ns.as_deref(), &reg)?
-    } else {
-        source::ObjectSet::default()
+    let set = match objects {
+        commands::Objects::Listed(a) => conn.workloads(a, ns.as_deref(), &reg)?,
+        commands::Objects::One(targets) => conn.one_workload(targets, ns.as_deref(), &reg)?,
+        commands::Objects::None | commands::Objects::ItsOwn => source::ObjectSet::default(),
     };
     if g.verbose {
         eprintln!(

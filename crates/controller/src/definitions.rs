@@ -6,7 +6,9 @@ use crate::error::Invalid;
 use serde_json::Value;
 use wlmap_engine::{Definition, Origin, Registry};
 
-/// The catalog plus these Karta objects; the warnings say what was skipped or ignored, and why.
+/// The catalog plus these Karta objects ([`wlmap_catalog::with_cluster_kartas`]); the
+/// warnings say what was skipped or ignored, and why. A broken catalog (a test guards against
+/// it) leaves the cluster's definitions alone in force.
 ///
 /// ```
 /// let (reg, warnings) = wlmap_controller::definitions::registry(&[serde_json::json!({"kind": "Karta"})]);
@@ -14,32 +16,10 @@ use wlmap_engine::{Definition, Origin, Registry};
 /// assert_eq!(warnings.len(), 1);
 /// ```
 pub fn registry(kartas: &[Value]) -> (Registry, Vec<String>) {
-    let mut warnings = Vec::new();
-    let mut reg = match wlmap_catalog::registry() {
+    match wlmap_catalog::with_cluster_kartas(kartas) {
         Ok(r) => r,
-        Err(e) => {
-            warnings.push(format!("built-in catalog: {e}"));
-            Registry::default()
-        }
-    };
-    for it in kartas {
-        let name = it["metadata"]["name"].as_str().unwrap_or("?");
-        let decoded =
-            wlmap_schema::decode_compatible(&it.to_string(), &format!("kartas.run.ai/{name}"));
-        match decoded {
-            Ok(d) => {
-                warnings.extend(d.ignored.iter().map(|i| format!("definition {name}: {i}")));
-                for k in d.kartas {
-                    match Definition::compile(k, Origin::Cluster) {
-                        Ok(d) => reg.insert(d),
-                        Err(e) => warnings.push(format!("definition {name} skipped: {e}")),
-                    }
-                }
-            }
-            Err(e) => warnings.push(format!("definition {name} skipped: {e}")),
-        }
+        Err(e) => (Registry::default(), vec![format!("built-in catalog: {e}")]),
     }
-    (reg, warnings)
 }
 
 /// What a Karta object should carry that the controller keeps: the labels KAI Scheduler finds
@@ -266,7 +246,7 @@ mod tests {
         assert!(
             warnings
                 .iter()
-                .any(|w| w.starts_with("definition widget: ") && w.contains("description")),
+                .any(|w| w.starts_with("kartas.run.ai/widget:") && w.contains("description")),
             "{warnings:?}"
         );
     }

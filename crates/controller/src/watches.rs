@@ -14,8 +14,9 @@ use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
-use wlmap_engine::Object;
-use wlmap_inventory::{Fed, Feed, FeedEvent, ObjectKey};
+
+use wlmap_inventory::{Fed, Feed, ObjectKey};
+use wlmap_kube::live::{Change, Relists, Said, Step};
 use wlmap_kube::{Kind, WatchEvent};
 use wlmap_schema::{GroupKind, GroupVersionKind};
 
@@ -81,36 +82,28 @@ pub(crate) async fn watch_kartas(
             .collect()
     };
     let mut stream = wlmap_kube::watch_stream(&client, "", &[kind], None);
-    let mut listing: Option<BTreeMap<String, Value>> = None;
-    let mut said = std::collections::BTreeSet::new();
+    let mut relists = Relists::default();
+    let name_of = |v: &Value| v["metadata"]["name"].as_str().unwrap_or("").to_string();
     while let Some(ev) = stream.next().await {
         let before = spec_of(&kartas);
-        match ev {
-            WatchEvent::Relisting(_) => listing = Some(BTreeMap::new()),
-            WatchEvent::Applied(_, v) => {
-                let name = v["metadata"]["name"].as_str().unwrap_or("").to_string();
-                match listing.as_mut() {
-                    Some(l) => {
-                        l.insert(name, v);
-                    }
-                    None => {
-                        if shared.is_leader() {
-                            tokio::spawn(keep_karta(shared.clone(), v.clone()));
-                        }
-                        kartas.insert(name, v);
-                    }
+        match relists.on(ev) {
+            None => continue,
+            Some(Change::Put(_, v)) => {
+                if shared.is_leader() {
+                    tokio::spawn(keep_karta(shared.clone(), v.clone()));
                 }
+                kartas.insert(name_of(&v), v);
             }
-            WatchEvent::Deleted(_, v) => {
-                kartas.remove(v["metadata"]["name"].as_str().unwrap_or(""));
+            Some(Change::Gone(_, v)) => {
+                kartas.remove(&name_of(&v));
             }
-            WatchEvent::Listed(_) => {
-                kartas = listing.take().unwrap_or_default();
+            Some(Change::Listed(_, listed)) => {
+                kartas = listed.into_iter().map(|v| (name_of(&v), v)).collect();
                 *writing(&shared.kartas) = kartas.clone();
                 keep_kartas(&shared);
             }
-            WatchEvent::Failed(_, e) => {
-                warn_once(&mut said, "watch of kartas.run.ai failed (retrying)", &e);
+            Some(Change::Failing(e)) => {
+                warn("watch of kartas.run.ai failed (retrying)", &e);
             }
         }
         *writing(&shared.kartas) = kartas.clone();
@@ -221,34 +214,35 @@ pub(crate) async fn watch_crds(shared: Arc<Shared>, client: kube::Client) {
         false,
     );
     let mut stream = wlmap_kube::watch_stream(&client, "", &[kind], None);
+    let mut relists = Relists::default();
     let mut listed = false;
-    let mut said = std::collections::BTreeSet::new();
     while let Some(ev) = stream.next().await {
-        match ev {
-            WatchEvent::Listed(_) => listed = true,
-            // Established or gone: the kinds to watch may differ.
-            WatchEvent::Applied(..) | WatchEvent::Deleted(..) if listed => {
-                shared.definitions_changed.notify_one();
-                // A Karta's kind may be served now, or no longer.
-                keep_kartas(&shared);
-                // The API server's discovery lists a kind a moment after its CRD's last
-                // event (Established): look again then, or the kind would wait for the next
-                // CRD event to be watched.
-                let later = shared.clone();
-                tokio::spawn(async move {
-                    for wait in DISCOVERY_LAG {
-                        tokio::time::sleep(wait).await;
-                        later.definitions_changed.notify_one();
-                        keep_kartas(&later);
-                    }
-                });
-            }
-            WatchEvent::Failed(_, e) => {
-                warn_once(&mut said, "watch of CRDs failed (retrying)", &e);
-            }
-            _ => {}
+        match relists.on(ev) {
+            None => {}
+            // Established or gone (or relisted after a gap): the kinds to watch may differ.
+            Some(Change::Put(..) | Change::Gone(..)) => crds_changed(&shared),
+            Some(Change::Listed(..)) if listed => crds_changed(&shared),
+            Some(Change::Listed(..)) => listed = true,
+            Some(Change::Failing(e)) => warn("watch of CRDs failed (retrying)", &e),
         }
     }
+}
+
+/// A CRD came or went: look for the kinds to watch again, now and after discovery's lag, and
+/// judge the Kartas again (a Karta's kind may be served now, or no longer).
+fn crds_changed(shared: &Arc<Shared>) {
+    shared.definitions_changed.notify_one();
+    keep_kartas(shared);
+    // The API server's discovery lists a kind a moment after its CRD's last event
+    // (Established): look again then, or the kind would wait for the next CRD event.
+    let later = shared.clone();
+    tokio::spawn(async move {
+        for wait in DISCOVERY_LAG {
+            tokio::time::sleep(wait).await;
+            later.definitions_changed.notify_one();
+            keep_kartas(&later);
+        }
+    });
 }
 
 /// The kinds to watch for the definitions in force, as the server serves them.
@@ -262,10 +256,8 @@ async fn kinds_for(
         .await
         .map_err(Error::api("API discovery"))?;
     let mut kinds: Vec<Kind> = Vec::new();
-    let mut want = wlmap_inventory::kinds_to_watch(reg, &roots);
     // A TrainJob's runtime, and any kind a definition reads as a reference, live too.
-    want.extend(wlmap_inventory::referenced_kinds(reg, &roots));
-    for g in want {
+    for g in wlmap_inventory::kinds_to_follow(reg, &roots) {
         if let Some(k) = wlmap_kube::kind_in(&d, &g)
             && !kinds.iter().any(|x| x.group_kind() == k.group_kind())
         {
@@ -301,7 +293,7 @@ pub(crate) async fn watch_workloads(shared: Arc<Shared>, watch_client: kube::Cli
         *writing(&shared.kinds) = kinds.clone();
         *shared.write_feed() = Feed::new(reg, gks.clone());
         let mut stream = wlmap_kube::watch_stream(&watch_client, "", &kinds, None);
-        let mut said = std::collections::BTreeSet::new();
+        let mut said = Said::default();
         loop {
             tokio::select! {
                 ev = stream.next() => {
@@ -333,24 +325,19 @@ fn same_kinds(a: &[Kind], b: &[Kind]) -> bool {
     set(a) == set(b)
 }
 
-fn on_workload_event(
-    shared: &Shared,
-    ev: WatchEvent,
-    said: &mut std::collections::BTreeSet<String>,
-) {
-    let object = |mut v: Value| {
-        shared.read_feed().inventory.index().trim(&mut v);
-        Object::new(v)
-    };
-    let ev = match ev {
-        WatchEvent::Relisting(i) => FeedEvent::Relisting(i),
-        WatchEvent::Applied(i, v) => FeedEvent::Applied(i, object(v)),
-        WatchEvent::Deleted(i, v) => FeedEvent::Deleted(i, object(v)),
-        WatchEvent::Listed(i) => FeedEvent::Listed(i),
-        WatchEvent::Failed(_, e) => {
-            warn_once(said, "a watch failed (retrying)", &e);
+fn on_workload_event(shared: &Shared, ev: WatchEvent, said: &mut Said) {
+    let trim = |v: &mut Value| shared.read_feed().inventory.index().trim(v);
+    let ev = match wlmap_kube::live::feed_event(ev, &trim, said) {
+        Step::Feed(ev) => ev,
+        Step::Failing(e) => {
+            log(
+                "warning",
+                "a watch failed (retrying)",
+                json!({"error": e.to_string()}),
+            );
             return;
         }
+        Step::StillFailing => return,
     };
     let fed = shared.write_feed().on(ev);
     match fed {
@@ -380,32 +367,23 @@ fn on_workload_event(
 pub(crate) async fn watch_gang_objects(shared: Arc<Shared>, watch_client: kube::Client) {
     let kinds = crate::gangs::kinds(shared.opts.format);
     let mut stream = wlmap_kube::watch_stream(&watch_client, "", &kinds, None);
-    let mut listing: BTreeMap<usize, Vec<Value>> = BTreeMap::new();
-    let mut said = std::collections::BTreeSet::new();
+    let mut relists = Relists::default();
     let store = || writing(&shared.gang_objects);
     while let Some(ev) = stream.next().await {
-        match ev {
-            WatchEvent::Relisting(i) => {
-                listing.insert(i, Vec::new());
-            }
-            WatchEvent::Applied(i, v) => match listing.get_mut(&i) {
-                Some(l) => l.push(v),
-                None => store().insert(v),
-            },
-            WatchEvent::Deleted(_, v) => {
+        match relists.on(ev) {
+            None => {}
+            Some(Change::Put(_, v)) => store().insert(v),
+            Some(Change::Gone(_, v)) => {
                 store().remove(&v);
                 if crate::gangs::is_ours(&v) {
                     shared.enqueue(owner_key(&v));
                 }
             }
-            WatchEvent::Listed(i) => {
-                let listed = listing.remove(&i).unwrap_or_default();
+            Some(Change::Listed(i, listed)) => {
                 store().replace_kind(&kinds[i].kind, listed);
                 shared.enqueue_all();
             }
-            WatchEvent::Failed(_, e) => {
-                warn_once(&mut said, "watch of gang objects failed (retrying)", &e);
-            }
+            Some(Change::Failing(e)) => warn("watch of gang objects failed (retrying)", &e),
         }
     }
 }
@@ -420,10 +398,7 @@ fn owner_key(v: &Value) -> Option<ObjectKey> {
     ))
 }
 
-/// Log a failure once per distinct message (a failing watch is retried with backoff and
-/// would otherwise say the same thing at every attempt).
-fn warn_once(said: &mut std::collections::BTreeSet<String>, msg: &str, e: &wlmap_kube::Error) {
-    if said.insert(e.to_string()) {
-        log("warning", msg, json!({"error": e.to_string()}));
-    }
+/// Log a watch's failure (each distinct one once: the watch retries with backoff).
+fn warn(msg: &str, e: &wlmap_kube::Error) {
+    log("warning", msg, json!({"error": e.to_string()}));
 }

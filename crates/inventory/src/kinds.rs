@@ -88,3 +88,21 @@ pub fn referenced_kinds(reg: &Registry, roots: &[GroupVersionKind]) -> BTreeSet<
         .filter(may_own_pods)
         .collect()
 }
+
+/// The kinds a live view of these roots' workloads watches: [`kinds_to_watch`] and
+/// [`referenced_kinds`]. `wlmap get --watch`, `describe --watch`, `serve` and the controller
+/// all follow these.
+///
+/// ```
+/// let reg = wlmap_catalog::registry().unwrap();
+/// let trainjob = wlmap_schema::GroupVersionKind::new("trainer.kubeflow.org", "v1alpha1", "TrainJob");
+/// let kinds = wlmap_inventory::kinds_to_follow(&reg, &[trainjob.clone()]);
+/// assert!(kinds.contains(&trainjob));
+/// assert!(kinds.iter().any(|k| k.kind == "ClusterTrainingRuntime"));
+/// assert!(kinds.iter().any(|k| k.kind == "Pod"));
+/// ```
+pub fn kinds_to_follow(reg: &Registry, roots: &[GroupVersionKind]) -> BTreeSet<GroupVersionKind> {
+    let mut want = kinds_to_watch(reg, roots);
+    want.extend(referenced_kinds(reg, roots));
+    want
+}

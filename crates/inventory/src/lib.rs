@@ -40,5 +40,5 @@ pub use feed::{Event as FeedEvent, Fed, Feed};
 pub use index::{Entry, Index};
 pub use inventory::{Change, ChangeKind, Inventory};
 pub use key::ObjectKey;
-pub use kinds::{kinds_to_watch, may_own_pods, referenced_kinds};
+pub use kinds::{kinds_to_follow, kinds_to_watch, may_own_pods, referenced_kinds};
 pub use placement::{OwnerRef, Placement};

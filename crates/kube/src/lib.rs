@@ -24,6 +24,11 @@
 //! [`kind_in`] reads a `kube::Discovery`, and [`Kind::api_resource`] gives the kube-rs form of
 //! a kind. Those take kube-rs types on purpose; [`kube`] re-exports the version they are
 //! built with, so a caller never holds two.
+//!
+//! [`live`] turns watch events into a live inventory's events (`wlmap-inventory`), for every
+//! caller that keeps one.
+
+pub mod live;
 
 pub use kube;
 use kube::discovery::{ApiResource, Scope};
@@ -36,7 +41,7 @@ use wlmap_schema::{GroupKind, GroupVersionKind};
 
 /// Errors of cluster access. Messages name the server and never carry credentials.
 ///
-/// ```no_run
+/// ```
 /// let e = wlmap_kube::Error::Api { code: 429, message: "slow down".into() };
 /// assert_eq!(e.to_string(), "API error 429: slow down");
 /// ```
@@ -53,6 +58,8 @@ pub enum Error {
         server: String,
         /// The connection error (refused, no route, TLS), as the client reported it.
         message: String,
+        /// What kind of failure it is (what retrying can do about it).
+        cause: Cause,
     },
     /// RBAC refused the request.
     #[error("forbidden: {0}")]
@@ -77,23 +84,76 @@ pub enum Error {
     },
 }
 
+/// Why the API server could not be reached, told once where the client's error is read:
+/// retries look at this, never at a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cause {
+    /// No answer in time (a timeout, a connection dropped mid-request).
+    NoAnswer,
+    /// The connection was refused (nothing listens: a server restarting, or none at all).
+    Refused,
+    /// The server's name does not resolve (retrying will not make it).
+    Dns,
+    /// Anything else (TLS, no route, ...).
+    Other,
+}
+
+impl Cause {
+    /// The cause of a client error, from its chain of sources: an I/O error's kind, or
+    /// hyper's label for a failed name lookup.
+    ///
+    /// ```
+    /// use wlmap_kube::Cause;
+    /// let refused = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
+    /// assert_eq!(Cause::of(&refused), Cause::Refused);
+    /// let reset = std::io::Error::from(std::io::ErrorKind::ConnectionReset);
+    /// assert_eq!(Cause::of(&reset), Cause::NoAnswer);
+    /// ```
+    pub fn of(e: &(dyn std::error::Error + 'static)) -> Cause {
+        let mut cur = Some(e);
+        while let Some(err) = cur {
+            if let Some(io) = err.downcast_ref::<std::io::Error>() {
+                use std::io::ErrorKind::*;
+                match io.kind() {
+                    ConnectionRefused => return Cause::Refused,
+                    TimedOut | ConnectionReset | ConnectionAborted | BrokenPipe | UnexpectedEof => {
+                        return Cause::NoAnswer;
+                    }
+                    _ => {}
+                }
+            }
+            // hyper-util labels a failed name lookup "dns error" (its ConnectError).
+            if err.to_string().starts_with("dns error") {
+                return Cause::Dns;
+            }
+            cur = err.source();
+        }
+        Cause::Other
+    }
+}
+
 /// Result with this crate's error.
 ///
-/// ```no_run
-/// fn server() -> wlmap_kube::Result<String> {
-///     let cluster = wlmap_kube::Cluster::connect(&wlmap_kube::ConnectOptions::default())?;
+/// ```
+/// fn server(kubeconfig: std::path::PathBuf) -> wlmap_kube::Result<String> {
+///     let opts = wlmap_kube::ConnectOptions { kubeconfig: Some(kubeconfig), ..Default::default() };
+///     let cluster = wlmap_kube::Cluster::connect(&opts)?;
 ///     Ok(cluster.server().to_string())
 /// }
-/// assert!(server().is_ok());
+/// # let kubeconfig = wlmap_kube::example_kubeconfig();
+/// assert_eq!(server(kubeconfig).unwrap(), "https://127.0.0.1:6443/");
 /// ```
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// How to connect.
 ///
-/// ```no_run
-/// let opts = wlmap_kube::ConnectOptions { context: Some("kind-dev".into()), page_size: Some(100), ..Default::default() };
+/// ```
+/// # let kubeconfig = Some(wlmap_kube::example_kubeconfig());
+/// let opts = wlmap_kube::ConnectOptions { kubeconfig, context: Some("kind-dev".into()), page_size: Some(100), ..Default::default() };
 /// let cluster = wlmap_kube::Cluster::connect(&opts).unwrap();
-/// assert_eq!(cluster.requests(), 0);
+/// assert_eq!(cluster.default_namespace(), "ml");
+/// let missing = wlmap_kube::ConnectOptions { context: Some("nowhere".into()), ..opts };
+/// assert!(matches!(wlmap_kube::Cluster::connect(&missing), Err(wlmap_kube::Error::Config(_))));
 /// ```
 #[derive(Debug, Clone, Default)]
 pub struct ConnectOptions {
@@ -110,11 +170,14 @@ pub struct ConnectOptions {
 /// The client configuration of these options: the kubeconfig file given, else `$KUBECONFIG`
 /// or `~/.kube/config`, else the in-cluster service account.
 ///
-/// ```no_run
-/// # async fn f() {
-/// let config = wlmap_kube::load_config(&wlmap_kube::ConnectOptions::default()).await.unwrap();
-/// println!("{}", config.cluster_url);
-/// # }
+/// ```
+/// # let kubeconfig = Some(wlmap_kube::example_kubeconfig());
+/// # let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+/// # rt.block_on(async {
+/// let opts = wlmap_kube::ConnectOptions { kubeconfig, ..Default::default() };
+/// let config = wlmap_kube::load_config(&opts).await.unwrap();
+/// assert_eq!(config.cluster_url.to_string(), "https://127.0.0.1:6443/");
+/// # });
 /// ```
 pub async fn load_config(opts: &ConnectOptions) -> Result<Config> {
     let ko = kube::config::KubeConfigOptions {
@@ -238,10 +301,13 @@ impl Kind {
 
 /// A connected cluster.
 ///
-/// ```no_run
-/// let mut cluster = wlmap_kube::Cluster::connect(&wlmap_kube::ConnectOptions::default()).unwrap();
+/// ```
+/// # let kubeconfig = Some(wlmap_kube::example_kubeconfig());
+/// let opts = wlmap_kube::ConnectOptions { kubeconfig, ..Default::default() };
+/// let mut cluster = wlmap_kube::Cluster::connect(&opts).unwrap();
 /// cluster.max_retries = 1;
-/// println!("{} (namespace {})", cluster.server(), cluster.default_namespace());
+/// assert_eq!(format!("{} (namespace {})", cluster.server(), cluster.default_namespace()),
+///     "https://127.0.0.1:6443/ (namespace ml)");
 /// ```
 pub struct Cluster {
     rt: tokio::runtime::Runtime,
@@ -266,10 +332,11 @@ pub struct Cluster {
 impl Cluster {
     /// Connect with a kubeconfig (or in-cluster configuration). No request is made yet.
     ///
-    /// ```no_run
-    /// let opts = wlmap_kube::ConnectOptions { kubeconfig: Some("/tmp/kubeconfig".into()), ..Default::default() };
+    /// ```
+    /// # let kubeconfig = Some(wlmap_kube::example_kubeconfig());
+    /// let opts = wlmap_kube::ConnectOptions { kubeconfig, ..Default::default() };
     /// let cluster = wlmap_kube::Cluster::connect(&opts).unwrap();
-    /// assert_eq!(cluster.requests(), 0); // no request made yet
+    /// assert_eq!(cluster.requests(), 0); // no request made yet (nothing listens there)
     /// ```
     pub fn connect(opts: &ConnectOptions) -> Result<Cluster> {
         let rt = tokio::runtime::Builder::new_current_thread()
@@ -359,6 +426,7 @@ impl Cluster {
                 Err(_) => Err(Error::Unreachable {
                     server: self.server.clone(),
                     message: format!("{what}: no answer within {:?}", self.timeout),
+                    cause: Cause::NoAnswer,
                 }),
             }
         })
@@ -380,10 +448,11 @@ impl Cluster {
             };
             let retriable = match &err {
                 Error::Api { code, .. } => *code == 429 || *code >= 500,
-                Error::Unreachable { message, .. } => {
-                    !message.contains("dns")
-                        && (!message.contains("refused") || self.answered.get())
-                }
+                Error::Unreachable { cause, .. } => match cause {
+                    Cause::Dns => false,
+                    Cause::Refused => self.answered.get(),
+                    Cause::NoAnswer | Cause::Other => true,
+                },
                 _ => false,
             };
             if !matches!(err, Error::Unreachable { .. }) {
@@ -416,6 +485,7 @@ impl Cluster {
                 Err(_) => Err(Error::Unreachable {
                     server: self.server.clone(),
                     message: "API discovery timed out".into(),
+                    cause: Cause::NoAnswer,
                 }),
             }
         })?;
@@ -750,9 +820,14 @@ fn gave_up(err: Error, attempts: u32) -> Error {
             code,
             message: message + &note,
         },
-        Error::Unreachable { server, message } => Error::Unreachable {
+        Error::Unreachable {
+            server,
+            message,
+            cause,
+        } => Error::Unreachable {
             server,
             message: message + &note,
+            cause,
         },
         other => other,
     }
@@ -781,6 +856,7 @@ fn classify(server: &str, e: kube::Error, what: &str) -> Error {
         other => Error::Unreachable {
             server: server.to_string(),
             message: root_cause(&other),
+            cause: Cause::of(&other),
         },
     }
 }
@@ -867,4 +943,18 @@ pub fn kind_in(d: &Discovery, gvk: &GroupVersionKind) -> Option<Kind> {
         return Some(kind(found));
     }
     d.get(&gvk.group)?.recommended_kind(&gvk.kind).map(kind)
+}
+
+/// A kubeconfig file for examples: context `kind-dev` (the current one), namespace `ml`, a
+/// server on `https://127.0.0.1:6443` that need not exist (connecting makes no request).
+#[doc(hidden)]
+pub fn example_kubeconfig() -> PathBuf {
+    let path = std::env::temp_dir().join(format!("wlmap-kube-example-{}.yaml", std::process::id()));
+    let text = "apiVersion: v1\nkind: Config\ncurrent-context: kind-dev\n\
+        clusters:\n- name: dev\n  cluster:\n    server: https://127.0.0.1:6443\n\
+        contexts:\n- name: kind-dev\n  context:\n    cluster: dev\n    user: dev\n    namespace: ml\n\
+        users:\n- name: dev\n  user:\n    token: example\n";
+    // Examples run in parallel processes; each writes its own file.
+    std::fs::write(&path, text).expect("write the example kubeconfig");
+    path
 }

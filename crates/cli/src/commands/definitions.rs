@@ -179,7 +179,7 @@ fn apply(ctx: &Context, a: &DefinitionsApplyArgs) -> Result {
 /// The definitions to apply, in name order: what this wlmap holds (catalog and files), never
 /// what the cluster already has.
 fn chosen(ctx: &Context, a: &DefinitionsApplyArgs) -> Result<Vec<Arc<Definition>>> {
-    let reg = crate::defs::registry(&ctx.global.definitions, vec![])?;
+    let reg = crate::defs::registry(&ctx.global.definitions, &[])?;
     let mut defs: Vec<_> = if a.all {
         reg.iter().cloned().collect()
     } else {

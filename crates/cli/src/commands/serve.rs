@@ -7,7 +7,6 @@ use crate::cluster::Connection;
 use crate::commands::watch::feed_event;
 use crate::context::Context;
 use crate::exit::{Code, Failure, Result, invalid};
-use std::collections::BTreeSet;
 use std::ops::ControlFlow;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -77,7 +76,7 @@ fn watch_cluster(conn: Connection, ctx: &Context) -> Result<Arc<Live>> {
     let ns = ctx.namespace();
     let feeder = live.clone();
     std::thread::spawn(move || {
-        let mut said = BTreeSet::new();
+        let mut said = wlmap_kube::live::Said::default();
         conn.cluster.watch(&kinds, ns.as_deref(), |ev| {
             let trim = |v: &mut serde_json::Value| feeder.read(&mut |inv| inv.index().trim(v));
             match feed_event(ev, feeder.synced(), &mut said, &trim) {

@@ -1,11 +1,16 @@
 //! `wlmap set`: change pod templates through the definition.
 
 use crate::args::{Output, SetArgs};
+use crate::cluster::Connection;
 use crate::context::{Context, print_data};
-use crate::exit::{Result, usage};
+use crate::defs::single;
+use crate::exit::{Code, Failure, Result, no_definition, not_found, usage};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
-use wlmap_engine::{PodUpdate, Target};
+use std::sync::Arc;
+use wlmap_engine::{Definition, PodUpdate, Target};
+use wlmap_kube::{Error, Kind};
+use wlmap_schema::GroupVersionKind;
 
 fn pairs(items: &[String], what: &str) -> Result<BTreeMap<String, String>> {
     items
@@ -87,7 +92,7 @@ pub fn apply(
     Ok(report)
 }
 
-/// Run in file mode (`-f`); cluster mode lives in `cluster.rs`.
+/// Run: print the updated manifest of `-f FILE`, or change the object in the cluster.
 pub fn run(ctx: &Context, a: &SetArgs) -> Result {
     let (u, t) = update_of(a)?;
     let Some(f) = &a.file else {
@@ -96,7 +101,7 @@ pub fn run(ctx: &Context, a: &SetArgs) -> Result {
                 "a snapshot or the demo is read-only: use -f FILE to print an updated manifest",
             ));
         }
-        return crate::cluster::set(ctx, a, &u, &t);
+        return in_cluster(ctx, a, &u, &t);
     };
     let (index, key) = crate::commands::describe::file_root(ctx, f)?;
     let root = index
@@ -117,4 +122,84 @@ pub fn run(ctx: &Context, a: &SetArgs) -> Result {
         _ => Output::Yaml,
     };
     print_data(out, &doc)
+}
+
+/// `set` against the cluster: read, change, write with the read's resourceVersion; on a
+/// conflict, read the fresh object and apply again (the other writer's change survives).
+fn in_cluster(ctx: &Context, a: &SetArgs, u: &PodUpdate, t: &Target) -> Result {
+    let Some(conn) = &ctx.cluster else {
+        return Err(usage("no cluster connection"));
+    };
+    let (gvk, name) = single(ctx.reg(), &a.targets)?;
+    let (def, kind) = definition_and_kind(ctx, conn, &gvk)?;
+    let ns = ctx.namespace();
+    let dry = match a.dry_run.as_deref() {
+        None => None,
+        Some(d @ ("client" | "server")) => Some(d),
+        Some(_) => return Err(usage("--dry-run must be client or server")),
+    };
+    for attempt in 0..5 {
+        let mut doc = conn
+            .cluster
+            .get(&kind, ns.as_deref(), &name)
+            .map_err(crate::cluster::failure)?;
+        let report = apply(&def, &mut doc, a, u, t)?;
+        if report.changed.is_empty() {
+            eprintln!("wlmap: {} {name}: nothing to change", gvk.kind);
+            return Ok(());
+        }
+        if dry == Some("client") {
+            return print_data(Output::Yaml, &doc);
+        }
+        match conn
+            .cluster
+            .replace(&kind, ns.as_deref(), &name, &doc, dry == Some("server"))
+        {
+            Ok(_) => {
+                let note = if dry.is_some() {
+                    " (server dry run)"
+                } else {
+                    ""
+                };
+                let (values, templates) = (report.changed.len(), report.templates);
+                eprintln!(
+                    "wlmap: {} {name} updated: {values} value(s) in {templates} pod template(s){note}",
+                    gvk.kind
+                );
+                return Ok(());
+            }
+            Err(Error::Conflict(_)) => {
+                eprintln!(
+                    "wlmap: {} {name} changed while updating; retrying on the fresh object ({})",
+                    gvk.kind,
+                    attempt + 1
+                );
+            }
+            Err(e) => return Err(crate::cluster::failure(e)),
+        }
+    }
+    Err(Failure::new(
+        Code::Runtime,
+        anyhow::anyhow!(
+            "{} {name} kept changing; gave up after 5 attempts without overwriting",
+            gvk.kind
+        ),
+    ))
+}
+
+/// The definition of a kind, and the kind as the server serves it.
+fn definition_and_kind(
+    ctx: &Context,
+    conn: &Connection,
+    gvk: &GroupVersionKind,
+) -> Result<(Arc<Definition>, Kind)> {
+    let def = ctx
+        .reg()
+        .for_kind(gvk)
+        .cloned()
+        .ok_or_else(|| no_definition(format!("no definition for {gvk}")))?;
+    let kind = conn
+        .kind(gvk)?
+        .ok_or_else(|| not_found(format!("the server does not serve {gvk}")))?;
+    Ok((def, kind))
 }

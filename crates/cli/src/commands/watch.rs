@@ -3,15 +3,16 @@
 //! the live inventory.
 
 use crate::args::{GetArgs, Output};
-use crate::commands::get::{Query, header, item, row};
+use crate::commands::get::{Query, item};
 use crate::context::Context;
 use crate::exit::{Failure, Result, usage};
 use crate::render;
-use std::collections::{BTreeMap, BTreeSet};
+use crate::render::list::{header, row};
+use std::collections::BTreeMap;
 use std::ops::ControlFlow;
-use wlmap_engine::Object;
 use wlmap_inventory::view::GetItem;
 use wlmap_inventory::{Fed, Feed, FeedEvent, Inventory, ObjectKey};
+use wlmap_kube::live::{Said, Step};
 use wlmap_kube::{Kind, WatchEvent};
 
 /// `wlmap get --watch`: print the table once, then a line per workload whose row changes, until
@@ -43,35 +44,26 @@ pub fn run(ctx: &Context, a: &GetArgs, query: &Query) -> Result {
     })
 }
 
-/// Turn a watch event into a feed event (objects trimmed by `trim`, as the live inventory
-/// holds them: [`wlmap_inventory::Index::trim`]);
-/// a failed watch is reported instead: an error while the kinds are first listed when it is
-/// a refusal (no retry will change it), else a warning said once (the watcher retries).
+/// A watch event for a live inventory ([`wlmap_kube::live::feed_event`]) with the CLI's
+/// policy for failures: a refusal while the kinds are first listed is an error (no retry will
+/// change it); any other failure is a warning, said once (the watch retries).
 pub fn feed_event(
     ev: WatchEvent,
     synced: bool,
-    said: &mut BTreeSet<String>,
+    said: &mut Said,
     trim: &dyn Fn(&mut serde_json::Value),
 ) -> Result<Option<FeedEvent>> {
-    let object = |mut v: serde_json::Value| {
-        trim(&mut v);
-        Object::new(v)
-    };
-    Ok(Some(match ev {
-        WatchEvent::Relisting(i) => FeedEvent::Relisting(i),
-        WatchEvent::Applied(i, v) => FeedEvent::Applied(i, object(v)),
-        WatchEvent::Deleted(i, v) => FeedEvent::Deleted(i, object(v)),
-        WatchEvent::Listed(i) => FeedEvent::Listed(i),
-        WatchEvent::Failed(_, e) => {
-            if !synced && matches!(e, wlmap_kube::Error::Forbidden(_)) {
-                return Err(crate::cluster::failure(e));
-            }
-            if said.insert(e.to_string()) {
-                eprintln!("wlmap: warning: {e} (retrying)");
-            }
-            return Ok(None);
+    match wlmap_kube::live::feed_event(ev, trim, said) {
+        Step::Feed(e) => Ok(Some(e)),
+        Step::Failing(e) if !synced && matches!(e, wlmap_kube::Error::Forbidden(_)) => {
+            Err(crate::cluster::failure(e))
         }
-    }))
+        Step::Failing(e) => {
+            eprintln!("wlmap: warning: {e} (retrying)");
+            Ok(None)
+        }
+        Step::StillFailing => Ok(None),
+    }
 }
 
 /// Watch these kinds and hand each event's outcome to `on` until it fails.
@@ -88,7 +80,7 @@ pub fn follow(
     };
     let kinds_fed = kinds.iter().map(|k| k.group_kind()).collect();
     let mut feed = Feed::new(ctx.reg().clone(), kinds_fed);
-    let mut said = BTreeSet::new();
+    let mut said = Said::default();
     let mut fatal: Option<Failure> = None;
     conn.cluster.watch(kinds, ns, |ev| {
         let trim = |v: &mut serde_json::Value| feed.inventory.index().trim(v);
@@ -237,9 +229,7 @@ fn described(e: &wlmap_inventory::Entry, json: bool, explain: bool) -> String {
             line.push('\n');
             line
         }
-        (Ok(w), false) => {
-            crate::commands::describe::text(&e.definition, w, &e.object, explain, false)
-        }
+        (Ok(w), false) => crate::render::tree::text(&e.definition, w, &e.object, explain, false),
     }
 }
 
@@ -263,7 +253,7 @@ pub fn describe(ctx: &Context, a: &crate::args::DescribeArgs) -> Result {
             "--watch describes a workload of the cluster, not a file",
         ));
     }
-    let (gvk, name) = crate::cluster::single(ctx.reg(), &a.targets)?;
+    let (gvk, name) = crate::defs::single(ctx.reg(), &a.targets)?;
     let mut kinds = conn.kinds_below(&gvk, ctx.reg())?;
     match conn
         .cluster

@@ -1,4 +1,8 @@
-//! Human output: aligned tables, the describe tree, ages, colour on terminals only.
+//! Human output, one place for every command: aligned tables, the workload listing
+//! ([`list`]), the describe tree ([`tree`]), ages, quantities, colour on terminals only.
+
+pub mod list;
+pub mod tree;
 
 use std::io::IsTerminal;
 use wlmap_engine::Phase;
