@@ -17,37 +17,31 @@ const POD_GROUP: GangKind = GangKind {
 /// The label that puts a pod in a coscheduling PodGroup.
 const LABEL: &str = "scheduling.x-k8s.io/pod-group";
 
-/// scheduler-plugins coscheduling.
-pub(super) struct Coscheduling;
+/// scheduler-plugins coscheduling PodGroups.
+pub(super) const FORMAT: Format = Format {
+    name: "coscheduling",
+    summary: "scheduler-plugins coscheduling PodGroup (scheduling.x-k8s.io/v1alpha1), pod label",
+    kinds: &[POD_GROUP],
+    render,
+    already_grouped,
+    not_written_by_controller: None,
+    when_not_served: None,
+};
 
-impl Format for Coscheduling {
-    fn name(&self) -> &'static str {
-        "coscheduling"
+fn render(groups: &[PodGroup], _: &Workload, o: &Object) -> Rendered {
+    Rendered {
+        objects: groups
+            .iter()
+            .map(|g| {
+                let spec = json!({"minMember": g.min_member, "scheduleTimeoutSeconds": 60});
+                object(&POD_GROUP, &g.name, o, spec)
+            })
+            .collect(),
+        pod_tags: tag_members(groups, |g, p| json!({"pod": p, "labels": {LABEL: g.name}})),
+        ..Rendered::default()
     }
+}
 
-    fn summary(&self) -> &'static str {
-        "scheduler-plugins coscheduling PodGroup (scheduling.x-k8s.io/v1alpha1), pod label"
-    }
-
-    fn kinds(&self) -> &'static [GangKind] {
-        &[POD_GROUP]
-    }
-
-    fn render(&self, groups: &[PodGroup], _: &Workload, o: &Object) -> Rendered {
-        Rendered {
-            objects: groups
-                .iter()
-                .map(|g| {
-                    let spec = json!({"minMember": g.min_member, "scheduleTimeoutSeconds": 60});
-                    object(&POD_GROUP, &g.name, o, spec)
-                })
-                .collect(),
-            pod_tags: tag_members(groups, |g, p| json!({"pod": p, "labels": {LABEL: g.name}})),
-            ..Rendered::default()
-        }
-    }
-
-    fn already_grouped(&self, pod: &Value) -> bool {
-        has_label(pod, LABEL)
-    }
+fn already_grouped(pod: &Value) -> bool {
+    has_label(pod, LABEL)
 }

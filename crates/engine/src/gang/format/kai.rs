@@ -15,48 +15,38 @@ const POD_GROUP: GangKind = GangKind {
     plural: "podgroups",
 };
 
-/// KAI Scheduler.
-pub(super) struct Kai;
+/// KAI Scheduler's PodGroups.
+pub(super) const FORMAT: Format = Format {
+    name: "kai",
+    summary: "KAI Scheduler PodGroup (scheduling.run.ai/v2alpha2)",
+    kinds: &[POD_GROUP],
+    render,
+    already_grouped,
+    not_written_by_controller: Some("KAI Scheduler's pod-grouper reads definitions itself"),
+    when_not_served: None,
+};
 
-impl Format for Kai {
-    fn name(&self) -> &'static str {
-        "kai"
-    }
-
-    fn summary(&self) -> &'static str {
-        "KAI Scheduler PodGroup (scheduling.run.ai/v2alpha2)"
-    }
-
-    fn kinds(&self) -> &'static [GangKind] {
-        &[POD_GROUP]
-    }
-
-    fn render(&self, groups: &[PodGroup], _: &Workload, o: &Object) -> Rendered {
-        let mut r = Rendered::default();
-        for g in groups {
-            r.objects.push(object(&POD_GROUP, &g.name, o, spec(g, o)));
-            for s in &g.sub_groups {
-                for p in &s.members {
-                    r.pod_tags.push(json!({"pod": p, "annotations": {"pod-group-name": g.name}, "labels": {"kai.scheduler/subgroup-name": s.name}}));
-                }
-            }
-            if g.sub_groups.is_empty() {
-                for p in &g.members {
-                    r.pod_tags
-                        .push(json!({"pod": p, "annotations": {"pod-group-name": g.name}}));
-                }
+fn render(groups: &[PodGroup], _: &Workload, o: &Object) -> Rendered {
+    let mut r = Rendered::default();
+    for g in groups {
+        r.objects.push(object(&POD_GROUP, &g.name, o, spec(g, o)));
+        for s in &g.sub_groups {
+            for p in &s.members {
+                r.pod_tags.push(json!({"pod": p, "annotations": {"pod-group-name": g.name}, "labels": {"kai.scheduler/subgroup-name": s.name}}));
             }
         }
-        r
+        if g.sub_groups.is_empty() {
+            for p in &g.members {
+                r.pod_tags
+                    .push(json!({"pod": p, "annotations": {"pod-group-name": g.name}}));
+            }
+        }
     }
+    r
+}
 
-    fn already_grouped(&self, pod: &Value) -> bool {
-        has_annotation(pod, "pod-group-name")
-    }
-
-    fn not_written_by_controller(&self) -> Option<&'static str> {
-        Some("KAI Scheduler's pod-grouper reads definitions itself")
-    }
+fn already_grouped(pod: &Value) -> bool {
+    has_annotation(pod, "pod-group-name")
 }
 
 /// The queue from the workload's `kai.scheduler/queue` label, its priority class, and either

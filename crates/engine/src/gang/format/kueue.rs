@@ -1,7 +1,7 @@
 //! Kueue: no objects of its own; each group's pods carry the pod-group label and the total
 //! count annotation that Kueue's pod-group integration reads.
 
-use super::{Format, GangKind, Rendered, has_label, tag_members};
+use super::{Format, Rendered, has_label, tag_members};
 use crate::gang::PodGroup;
 use crate::object::Object;
 use crate::resolve::Workload;
@@ -10,43 +10,35 @@ use serde_json::{Value, json};
 /// The label that names a pod's Kueue pod group.
 const LABEL: &str = "kueue.x-k8s.io/pod-group-name";
 
-/// Kueue's pod groups.
-pub(super) struct Kueue;
+/// Kueue's pod groups (labels only).
+pub(super) const FORMAT: Format = Format {
+    name: "kueue",
+    summary: "Kueue pod-group labels and annotations",
+    kinds: &[],
+    render,
+    already_grouped,
+    not_written_by_controller: Some(
+        "Kueue's groups are pod labels only: `wlmap gang --format kueue` prints them",
+    ),
+    when_not_served: None,
+};
 
-impl Format for Kueue {
-    fn name(&self) -> &'static str {
-        "kueue"
+fn render(groups: &[PodGroup], _: &Workload, _: &Object) -> Rendered {
+    let tags = |g: &PodGroup| json!({"labels": {LABEL: g.name}, "annotations": {"kueue.x-k8s.io/pod-group-total-count": g.min_member.to_string()}});
+    Rendered {
+        templates: groups
+            .iter()
+            .map(|g| json!({"podGroup": g.name, "podTemplateMetadata": tags(g)}))
+            .collect(),
+        pod_tags: tag_members(groups, |g, p| {
+            let mut t = tags(g);
+            t["pod"] = json!(p);
+            t
+        }),
+        ..Rendered::default()
     }
+}
 
-    fn summary(&self) -> &'static str {
-        "Kueue pod-group labels and annotations"
-    }
-
-    fn kinds(&self) -> &'static [GangKind] {
-        &[]
-    }
-
-    fn render(&self, groups: &[PodGroup], _: &Workload, _: &Object) -> Rendered {
-        let tags = |g: &PodGroup| json!({"labels": {LABEL: g.name}, "annotations": {"kueue.x-k8s.io/pod-group-total-count": g.min_member.to_string()}});
-        Rendered {
-            templates: groups
-                .iter()
-                .map(|g| json!({"podGroup": g.name, "podTemplateMetadata": tags(g)}))
-                .collect(),
-            pod_tags: tag_members(groups, |g, p| {
-                let mut t = tags(g);
-                t["pod"] = json!(p);
-                t
-            }),
-            ..Rendered::default()
-        }
-    }
-
-    fn already_grouped(&self, pod: &Value) -> bool {
-        has_label(pod, LABEL)
-    }
-
-    fn not_written_by_controller(&self) -> Option<&'static str> {
-        Some("Kueue's groups are pod labels only: `wlmap gang --format kueue` prints them")
-    }
+fn already_grouped(pod: &Value) -> bool {
+    has_label(pod, LABEL)
 }

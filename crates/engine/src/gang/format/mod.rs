@@ -1,8 +1,9 @@
-//! The scheduler formats gangs are written in. Each format is one module that says, once:
-//! which objects it writes ([`Format::kinds`]), how groups render as those objects and as pod
-//! tags ([`Format::render`]), and how to tell that a pod already names its group
-//! ([`Format::already_grouped`]). [`SchedulerFormat`] names them on command lines; adding a
-//! scheduler is its module, a variant and its line in [`SchedulerFormat::format`].
+//! The scheduler formats gangs are written in. Each format is one module holding one
+//! [`Format`] that says, once: which objects it writes ([`Format::kinds`]), how groups render
+//! as those objects and as pod tags ([`Format::render`]), and how to tell that a pod already
+//! names its group ([`Format::already_grouped`]). [`SchedulerFormat`] names them on command
+//! lines; adding a scheduler is its module, a variant and its line in
+//! [`SchedulerFormat::format`].
 
 mod coscheduling;
 mod kai;
@@ -18,28 +19,54 @@ use crate::resolve::Workload;
 use serde_json::{Value, json};
 use wlmap_schema::TopologyConstraint;
 
-/// What one scheduler format says about gangs.
-pub trait Format: Sync {
+/// What one scheduler format says about gangs: each format's module holds one, as data.
+pub struct Format {
+    name: &'static str,
+    summary: &'static str,
+    kinds: &'static [GangKind],
+    render: fn(&[PodGroup], &Workload, &Object) -> Rendered,
+    already_grouped: fn(&Value) -> bool,
+    not_written_by_controller: Option<&'static str>,
+    when_not_served: Option<&'static str>,
+}
+
+impl Format {
     /// The format's name on a command line (`--format volcano`).
-    fn name(&self) -> &'static str;
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+
     /// What the format writes, in a line.
-    fn summary(&self) -> &'static str;
+    pub fn summary(&self) -> &'static str {
+        self.summary
+    }
+
     /// The kinds of the objects it writes, parents before children (the order they are
     /// created in; deletions go the other way). Empty when groups are pod tags only.
-    fn kinds(&self) -> &'static [GangKind];
+    pub fn kinds(&self) -> &'static [GangKind] {
+        self.kinds
+    }
+
     /// The groups as the format's objects, each owned by the workload, with what ties each
     /// known pod to its group.
-    fn render(&self, groups: &[PodGroup], w: &Workload, o: &Object) -> Rendered;
+    pub fn render(&self, groups: &[PodGroup], w: &Workload, o: &Object) -> Rendered {
+        (self.render)(groups, w, o)
+    }
+
     /// True when the pod already names its group the way this format reads it (its operator
     /// or a native integration put it there): such a pod is left as it is.
-    fn already_grouped(&self, pod: &Value) -> bool;
-    /// Why `wlmap controller` does not write this format, or `None` when it does.
-    fn not_written_by_controller(&self) -> Option<&'static str> {
-        None
+    pub fn already_grouped(&self, pod: &Value) -> bool {
+        (self.already_grouped)(pod)
     }
+
+    /// Why `wlmap controller` does not write this format, or `None` when it does.
+    pub fn not_written_by_controller(&self) -> Option<&'static str> {
+        self.not_written_by_controller
+    }
+
     /// When the format's kinds are built into Kubernetes but off by default: what to turn on.
-    fn when_not_served(&self) -> Option<&'static str> {
-        None
+    pub fn when_not_served(&self) -> Option<&'static str> {
+        self.when_not_served
     }
 }
 
@@ -114,15 +141,15 @@ impl SchedulerFormat {
     /// assert_eq!(kinds, ["Workload", "CompositePodGroup", "PodGroup"]);
     /// assert!(SchedulerFormat::Kueue.format().kinds().is_empty());
     /// ```
-    pub fn format(self) -> &'static dyn Format {
+    pub fn format(self) -> &'static Format {
         match self {
-            SchedulerFormat::Kai => &kai::Kai,
-            SchedulerFormat::Coscheduling => &coscheduling::Coscheduling,
-            SchedulerFormat::Volcano => &volcano::Volcano,
-            SchedulerFormat::Kueue => &kueue::Kueue,
-            SchedulerFormat::Native => &native::Native,
-            SchedulerFormat::NativeComposite => &native_composite::NativeComposite,
-            SchedulerFormat::Workload => &workload::WorkloadApi,
+            SchedulerFormat::Kai => &kai::FORMAT,
+            SchedulerFormat::Coscheduling => &coscheduling::FORMAT,
+            SchedulerFormat::Volcano => &volcano::FORMAT,
+            SchedulerFormat::Kueue => &kueue::FORMAT,
+            SchedulerFormat::Native => &native::FORMAT,
+            SchedulerFormat::NativeComposite => &native_composite::FORMAT,
+            SchedulerFormat::Workload => &workload::FORMAT,
         }
     }
 

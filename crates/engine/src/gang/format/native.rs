@@ -18,28 +18,22 @@ pub(super) const POD_GROUP: GangKind = GangKind {
 };
 
 /// Kubernetes v1.37 PodGroups.
-pub(super) struct Native;
+pub(super) const FORMAT: Format = Format {
+    name: "native",
+    summary: "Kubernetes v1.37 gang scheduling: PodGroups (scheduling.k8s.io/v1beta1), pod spec.schedulingGroup",
+    kinds: &[POD_GROUP],
+    render,
+    already_grouped,
+    not_written_by_controller: None,
+    when_not_served: None,
+};
 
-impl Format for Native {
-    fn name(&self) -> &'static str {
-        "native"
-    }
+fn render(groups: &[PodGroup], _: &Workload, o: &Object) -> Rendered {
+    flat(groups, o)
+}
 
-    fn summary(&self) -> &'static str {
-        "Kubernetes v1.37 gang scheduling: PodGroups (scheduling.k8s.io/v1beta1), pod spec.schedulingGroup"
-    }
-
-    fn kinds(&self) -> &'static [GangKind] {
-        &[POD_GROUP]
-    }
-
-    fn render(&self, groups: &[PodGroup], _: &Workload, o: &Object) -> Rendered {
-        flat(groups, o)
-    }
-
-    fn already_grouped(&self, pod: &Value) -> bool {
-        names_a_group(pod)
-    }
+fn already_grouped(pod: &Value) -> bool {
+    names_a_group(pod)
 }
 
 /// A PodGroup per group.

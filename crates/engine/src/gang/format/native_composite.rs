@@ -50,52 +50,41 @@ const COMPOSITE: GangKind = GangKind {
 /// The most templates a Workload holds at one level.
 const MAX_TEMPLATES: usize = 8;
 
-/// Kubernetes v1.37 CompositePodGroups.
-pub(super) struct NativeComposite;
+/// Kubernetes v1.37 CompositePodGroups over PodGroups.
+pub(super) const FORMAT: Format = Format {
+    name: "native-composite",
+    summary: "Kubernetes v1.37 hierarchical gangs: a CompositePodGroup (scheduling.k8s.io/v1alpha3, gate CompositePodGroup) over a PodGroup per sub-group",
+    kinds: &[WORKLOAD, COMPOSITE, POD_GROUP],
+    render,
+    already_grouped,
+    not_written_by_controller: None,
+    when_not_served: Some(
+        "turn on the feature gates GenericWorkload, TopologyAwareWorkloadScheduling and CompositePodGroup (API server and scheduler) and --runtime-config=scheduling.k8s.io/v1beta1=true,scheduling.k8s.io/v1alpha3=true, or use --scheduler native",
+    ),
+};
 
-impl Format for NativeComposite {
-    fn name(&self) -> &'static str {
-        "native-composite"
-    }
-
-    fn summary(&self) -> &'static str {
-        "Kubernetes v1.37 hierarchical gangs: a CompositePodGroup (scheduling.k8s.io/v1alpha3, gate CompositePodGroup) over a PodGroup per sub-group"
-    }
-
-    fn kinds(&self) -> &'static [GangKind] {
-        &[WORKLOAD, COMPOSITE, POD_GROUP]
-    }
-
-    fn render(&self, groups: &[PodGroup], _: &Workload, o: &Object) -> Rendered {
-        let mut r = Rendered::default();
-        for g in groups {
-            let leaves: Vec<&SubGroupOut> =
-                g.sub_groups.iter().filter(|s| s.min_member > 0).collect();
-            if leaves.len() > MAX_TEMPLATES {
-                r.warnings.push(format!(
-                    "{}: {} sub-groups, more than the {MAX_TEMPLATES} templates a Workload holds: one PodGroup for the whole group",
-                    g.name,
-                    leaves.len()
-                ));
-            }
-            if leaves.is_empty() || leaves.len() > MAX_TEMPLATES {
-                r.extend(flat(std::slice::from_ref(g), o));
-            } else {
-                composite(&mut r, g, &leaves, o);
-            }
+fn render(groups: &[PodGroup], _: &Workload, o: &Object) -> Rendered {
+    let mut r = Rendered::default();
+    for g in groups {
+        let leaves: Vec<&SubGroupOut> = g.sub_groups.iter().filter(|s| s.min_member > 0).collect();
+        if leaves.len() > MAX_TEMPLATES {
+            r.warnings.push(format!(
+                "{}: {} sub-groups, more than the {MAX_TEMPLATES} templates a Workload holds: one PodGroup for the whole group",
+                g.name,
+                leaves.len()
+            ));
         }
-        r
+        if leaves.is_empty() || leaves.len() > MAX_TEMPLATES {
+            r.extend(flat(std::slice::from_ref(g), o));
+        } else {
+            composite(&mut r, g, &leaves, o);
+        }
     }
+    r
+}
 
-    fn already_grouped(&self, pod: &Value) -> bool {
-        names_a_group(pod)
-    }
-
-    fn when_not_served(&self) -> Option<&'static str> {
-        Some(
-            "turn on the feature gates GenericWorkload, TopologyAwareWorkloadScheduling and CompositePodGroup (API server and scheduler) and --runtime-config=scheduling.k8s.io/v1beta1=true,scheduling.k8s.io/v1alpha3=true, or use --scheduler native",
-        )
-    }
+fn already_grouped(pod: &Value) -> bool {
+    names_a_group(pod)
 }
 
 /// The Workload, the CompositePodGroup and the leaf PodGroups of one group.

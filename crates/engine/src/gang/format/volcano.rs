@@ -18,53 +18,47 @@ const POD_GROUP: GangKind = GangKind {
 /// The annotation that puts a pod in a Volcano PodGroup.
 const ANNOTATION: &str = "scheduling.k8s.io/group-name";
 
-/// Volcano.
-pub(super) struct Volcano;
+/// Volcano PodGroups.
+pub(super) const FORMAT: Format = Format {
+    name: "volcano",
+    summary: "Volcano PodGroup (scheduling.volcano.sh/v1beta1), pod annotation",
+    kinds: &[POD_GROUP],
+    render,
+    already_grouped,
+    not_written_by_controller: None,
+    when_not_served: None,
+};
 
-impl Format for Volcano {
-    fn name(&self) -> &'static str {
-        "volcano"
+fn render(groups: &[PodGroup], w: &Workload, o: &Object) -> Rendered {
+    let min_res = min_resources(w);
+    let single = groups.len() == 1;
+    let queue = o
+        .json()
+        .pointer("/metadata/annotations/scheduling.volcano.sh~1queue-name")
+        .and_then(Value::as_str)
+        .unwrap_or("default");
+    let objects = groups
+        .iter()
+        .map(|g| {
+            let mut spec = json!({"minMember": g.min_member, "queue": queue});
+            if single && !min_res.is_empty() {
+                spec["minResources"] = Value::Object(min_res.clone());
+            }
+            object(&POD_GROUP, &g.name, o, spec)
+        })
+        .collect();
+    Rendered {
+        objects,
+        pod_tags: tag_members(
+            groups,
+            |g, p| json!({"pod": p, "annotations": {ANNOTATION: g.name}}),
+        ),
+        ..Rendered::default()
     }
+}
 
-    fn summary(&self) -> &'static str {
-        "Volcano PodGroup (scheduling.volcano.sh/v1beta1), pod annotation"
-    }
-
-    fn kinds(&self) -> &'static [GangKind] {
-        &[POD_GROUP]
-    }
-
-    fn render(&self, groups: &[PodGroup], w: &Workload, o: &Object) -> Rendered {
-        let min_res = min_resources(w);
-        let single = groups.len() == 1;
-        let queue = o
-            .json()
-            .pointer("/metadata/annotations/scheduling.volcano.sh~1queue-name")
-            .and_then(Value::as_str)
-            .unwrap_or("default");
-        let objects = groups
-            .iter()
-            .map(|g| {
-                let mut spec = json!({"minMember": g.min_member, "queue": queue});
-                if single && !min_res.is_empty() {
-                    spec["minResources"] = Value::Object(min_res.clone());
-                }
-                object(&POD_GROUP, &g.name, o, spec)
-            })
-            .collect();
-        Rendered {
-            objects,
-            pod_tags: tag_members(
-                groups,
-                |g, p| json!({"pod": p, "annotations": {ANNOTATION: g.name}}),
-            ),
-            ..Rendered::default()
-        }
-    }
-
-    fn already_grouped(&self, pod: &Value) -> bool {
-        has_annotation(pod, ANNOTATION)
-    }
+fn already_grouped(pod: &Value) -> bool {
+    has_annotation(pod, ANNOTATION)
 }
 
 /// The workload's whole desired request, as quantities.

@@ -19,46 +19,38 @@ const WORKLOAD: GangKind = GangKind {
 const MAX_GROUPS: usize = 8;
 
 /// The v1.35 Workload API.
-pub(super) struct WorkloadApi;
+pub(super) const FORMAT: Format = Format {
+    name: "workload",
+    summary: "Kubernetes v1.35 Workload API (scheduling.k8s.io/v1alpha1)",
+    kinds: &[WORKLOAD],
+    render,
+    already_grouped,
+    not_written_by_controller: Some(
+        "Kubernetes v1.37 no longer serves scheduling.k8s.io/v1alpha1 Workloads",
+    ),
+    when_not_served: None,
+};
 
-impl Format for WorkloadApi {
-    fn name(&self) -> &'static str {
-        "workload"
+fn render(groups: &[PodGroup], _: &Workload, o: &Object) -> Rendered {
+    let pgs: Vec<Value> = groups
+        .iter()
+        .take(MAX_GROUPS)
+        .map(|g| json!({"name": g.name, "policy": {"gang": {"minCount": g.min_member}}}))
+        .collect();
+    let gv = o.gvk();
+    let spec = json!({"controllerRef": {"apiGroup": gv.group, "kind": gv.kind, "name": o.name()}, "podGroups": pgs});
+    let mut r = Rendered::default();
+    r.objects
+        .push(object(&WORKLOAD, &gang_name(&[o.name()]), o, spec));
+    if groups.len() > MAX_GROUPS {
+        r.warnings.push(format!(
+            "the Workload API allows {MAX_GROUPS} pod groups; {} were cut",
+            groups.len() - MAX_GROUPS
+        ));
     }
+    r
+}
 
-    fn summary(&self) -> &'static str {
-        "Kubernetes v1.35 Workload API (scheduling.k8s.io/v1alpha1)"
-    }
-
-    fn kinds(&self) -> &'static [GangKind] {
-        &[WORKLOAD]
-    }
-
-    fn render(&self, groups: &[PodGroup], _: &Workload, o: &Object) -> Rendered {
-        let pgs: Vec<Value> = groups
-            .iter()
-            .take(MAX_GROUPS)
-            .map(|g| json!({"name": g.name, "policy": {"gang": {"minCount": g.min_member}}}))
-            .collect();
-        let gv = o.gvk();
-        let spec = json!({"controllerRef": {"apiGroup": gv.group, "kind": gv.kind, "name": o.name()}, "podGroups": pgs});
-        let mut r = Rendered::default();
-        r.objects
-            .push(object(&WORKLOAD, &gang_name(&[o.name()]), o, spec));
-        if groups.len() > MAX_GROUPS {
-            r.warnings.push(format!(
-                "the Workload API allows {MAX_GROUPS} pod groups; {} were cut",
-                groups.len() - MAX_GROUPS
-            ));
-        }
-        r
-    }
-
-    fn already_grouped(&self, pod: &Value) -> bool {
-        !pod["spec"]["workloadRef"].is_null()
-    }
-
-    fn not_written_by_controller(&self) -> Option<&'static str> {
-        Some("Kubernetes v1.37 no longer serves scheduling.k8s.io/v1alpha1 Workloads")
-    }
+fn already_grouped(pod: &Value) -> bool {
+    !pod["spec"]["workloadRef"].is_null()
 }
