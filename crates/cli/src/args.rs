@@ -320,7 +320,7 @@ pub struct GangArgs {
     #[arg(short = 'f', long)]
     pub file: Option<PathBuf>,
     /// Output objects for a scheduler.
-    #[arg(long, value_parser = scheduler_formats(SchedulerFormat::ALL))]
+    #[arg(long, value_parser = scheduler_formats(SchedulerFormat::ALL.iter().copied()))]
     pub format: Option<SchedulerFormat>,
 }
 

@@ -90,69 +90,68 @@ impl GangKind {
     }
 }
 
-/// The scheduler languages gangs can be rendered in.
-///
-/// ```
-/// # let def = wlmap_engine::Definition::compile(wlmap_schema::Karta::example(), wlmap_engine::Origin::Catalog).unwrap();
-/// # let pod = wlmap_engine::Object::new(serde_json::json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "uid": "u"}, "spec": {}}));
-/// # let w = wlmap_engine::resolve(&def, &pod).unwrap();
-/// let g = vec![wlmap_engine::PodGroup { name: "p".into(), min_member: 1, sub_groups: vec![], members: vec![], topology: None, incomplete: false }];
-/// let r = wlmap_engine::render_gangs(wlmap_engine::SchedulerFormat::Volcano, &g, &w, &pod);
-/// assert_eq!(r.objects[0]["apiVersion"], "scheduling.volcano.sh/v1beta1");
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum SchedulerFormat {
+/// The registration of the formats: each line a variant of [`SchedulerFormat`] and the module
+/// holding its [`Format`], in the order help lists them. Adding a scheduler is its module and
+/// its line here.
+macro_rules! formats {
+    ($($(#[$doc:meta])* $variant:ident => $module:ident,)*) => {
+        /// The scheduler languages gangs can be rendered in.
+        ///
+        /// ```
+        /// # let def = wlmap_engine::Definition::compile(wlmap_schema::Karta::example(), wlmap_engine::Origin::Catalog).unwrap();
+        /// # let pod = wlmap_engine::Object::new(serde_json::json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "uid": "u"}, "spec": {}}));
+        /// # let w = wlmap_engine::resolve(&def, &pod).unwrap();
+        /// let g = vec![wlmap_engine::PodGroup { name: "p".into(), min_member: 1, sub_groups: vec![], members: vec![], topology: None, incomplete: false }];
+        /// let r = wlmap_engine::render_gangs(wlmap_engine::SchedulerFormat::Volcano, &g, &w, &pod);
+        /// assert_eq!(r.objects[0]["apiVersion"], "scheduling.volcano.sh/v1beta1");
+        /// ```
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum SchedulerFormat {
+            $($(#[$doc])* $variant,)*
+        }
+
+        impl SchedulerFormat {
+            /// Every format, in the order help lists them.
+            pub const ALL: &[SchedulerFormat] = &[$(SchedulerFormat::$variant,)*];
+
+            /// What the format says: its module's [`Format`].
+            ///
+            /// ```
+            /// use wlmap_engine::SchedulerFormat;
+            /// let kinds: Vec<&str> = SchedulerFormat::NativeComposite.format().kinds().iter().map(|k| k.kind).collect();
+            /// assert_eq!(kinds, ["Workload", "CompositePodGroup", "PodGroup"]);
+            /// assert!(SchedulerFormat::Kueue.format().kinds().is_empty());
+            /// ```
+            pub fn format(self) -> &'static Format {
+                match self {
+                    $(SchedulerFormat::$variant => &$module::FORMAT,)*
+                }
+            }
+        }
+    };
+}
+
+formats! {
     /// KAI Scheduler `scheduling.run.ai/v2alpha2` PodGroup.
-    Kai,
+    Kai => kai,
     /// scheduler-plugins coscheduling `scheduling.x-k8s.io/v1alpha1` PodGroup.
-    Coscheduling,
+    Coscheduling => coscheduling,
     /// Volcano `scheduling.volcano.sh/v1beta1` PodGroup.
-    Volcano,
+    Volcano => volcano,
     /// Kueue pod-group labels and annotations.
-    Kueue,
+    Kueue => kueue,
     /// Kubernetes v1.37 gang scheduling: `scheduling.k8s.io/v1beta1` PodGroups.
-    Native,
+    Native => native,
     /// Kubernetes v1.37 hierarchical gangs (alpha, feature gate `CompositePodGroup`): a group
     /// with sub-groups is a `scheduling.k8s.io/v1alpha3` CompositePodGroup over one PodGroup
     /// per sub-group, described by a Workload; a group without is a PodGroup as in
     /// [`SchedulerFormat::Native`].
-    NativeComposite,
+    NativeComposite => native_composite,
     /// Kubernetes v1.35 Workload API (`scheduling.k8s.io/v1alpha1`).
-    Workload,
+    Workload => workload,
 }
 
 impl SchedulerFormat {
-    /// Every format, in the order help lists them.
-    pub const ALL: [SchedulerFormat; 7] = [
-        SchedulerFormat::Kai,
-        SchedulerFormat::Coscheduling,
-        SchedulerFormat::Volcano,
-        SchedulerFormat::Kueue,
-        SchedulerFormat::Native,
-        SchedulerFormat::NativeComposite,
-        SchedulerFormat::Workload,
-    ];
-
-    /// What the format says: its module.
-    ///
-    /// ```
-    /// use wlmap_engine::SchedulerFormat;
-    /// let kinds: Vec<&str> = SchedulerFormat::NativeComposite.format().kinds().iter().map(|k| k.kind).collect();
-    /// assert_eq!(kinds, ["Workload", "CompositePodGroup", "PodGroup"]);
-    /// assert!(SchedulerFormat::Kueue.format().kinds().is_empty());
-    /// ```
-    pub fn format(self) -> &'static Format {
-        match self {
-            SchedulerFormat::Kai => &kai::FORMAT,
-            SchedulerFormat::Coscheduling => &coscheduling::FORMAT,
-            SchedulerFormat::Volcano => &volcano::FORMAT,
-            SchedulerFormat::Kueue => &kueue::FORMAT,
-            SchedulerFormat::Native => &native::FORMAT,
-            SchedulerFormat::NativeComposite => &native_composite::FORMAT,
-            SchedulerFormat::Workload => &workload::FORMAT,
-        }
-    }
-
     /// The formats `wlmap controller` writes.
     ///
     /// ```
@@ -161,7 +160,8 @@ impl SchedulerFormat {
     /// ```
     pub fn controller_formats() -> impl Iterator<Item = SchedulerFormat> {
         SchedulerFormat::ALL
-            .into_iter()
+            .iter()
+            .copied()
             .filter(|f| f.format().not_written_by_controller().is_none())
     }
 
@@ -188,7 +188,8 @@ impl std::str::FromStr for SchedulerFormat {
 
     fn from_str(s: &str) -> Result<Self, String> {
         SchedulerFormat::ALL
-            .into_iter()
+            .iter()
+            .copied()
             .find(|f| f.name() == s)
             .ok_or_else(|| {
                 let names: Vec<&str> = SchedulerFormat::ALL.iter().map(|f| f.name()).collect();
@@ -319,7 +320,7 @@ mod tests {
             topology: None,
             incomplete: false,
         };
-        for f in SchedulerFormat::ALL {
+        for &f in SchedulerFormat::ALL {
             let r = render_gangs(f, std::slice::from_ref(&g), &w, &pod);
             let kinds = f.format().kinds();
             for o in &r.objects {
