@@ -126,15 +126,22 @@ fn every_fixture_in_every_format_the_controller_writes() {
                     .enumerate()
                     .map(|(i, o)| served(o, i))
                     .collect();
-                let again = decide(entry, &pods, &store_of(&held), format).expect("decides");
-                assert_eq!(again.writes, vec![], "{at}");
-                if let Some(first) = wanted.first() {
-                    someone_elses(entry, &pods, &held, first, format, &at);
-                    leftovers(entry, &pods, &held, first, format, &at);
+                let case = Case {
+                    entry,
+                    pods: &pods,
+                    held,
+                    format,
+                    at: &at,
+                };
+                assert_eq!(case.decide(&case.held).writes, vec![], "{at}");
+                if !case.held.is_empty() {
+                    case.someone_elses();
+                    case.leftovers();
                 }
                 // Pods the webhook tagged are grouped; untagged running members are not.
                 let members = tagged(&pods, entry, format);
-                let tagged_d = decide(entry, &members, &store_of(&held), format).expect("decides");
+                let tagged_d =
+                    decide(entry, &members, &store_of(&case.held), format).expect("decides");
                 assert_eq!(tagged_d.ungrouped, 0, "{at}");
                 if d.ungrouped > 0 {
                     with_pods += 1;
@@ -175,71 +182,60 @@ fn from_nothing(d: &Decision, entry: &Entry, format: SchedulerFormat, at: &str) 
     }
 }
 
-/// An object of the first wanted name that is not wlmap's: left alone, the rest still written.
-fn someone_elses(
-    entry: &Entry,
-    pods: &[Object],
-    held: &[Value],
-    first: &Value,
+/// One workload in one format, with the gang objects the server holds once the controller
+/// wrote them.
+struct Case<'a> {
+    entry: &'a Entry,
+    pods: &'a [Object],
+    held: Vec<Value>,
     format: SchedulerFormat,
-    at: &str,
-) {
-    let mut theirs = held[0].clone();
-    theirs["metadata"]["labels"] = json!({"app.kubernetes.io/managed-by": "kueue"});
-    let d = decide(entry, pods, &store_of(&[theirs]), format).expect("decides");
-    let name = first["metadata"]["name"]
-        .as_str()
-        .expect("name")
-        .to_string();
-    assert!(
-        d.writes
-            .iter()
-            .any(|(_, a)| *a == Action::Conflict { name: name.clone() }),
-        "{at}"
-    );
-    assert!(
-        applied(&d)
-            .iter()
-            .all(|o| o["metadata"]["name"] != name.as_str() || o["kind"] != first["kind"]),
-        "{at}"
-    );
-    assert_eq!(applied(&d).len() + 1, held.len(), "{at}");
+    at: &'a str,
 }
 
-/// One of ours for this workload that it no longer needs: deleted by uid, after the writes;
-/// one of ours for another workload is kept.
-fn leftovers(
-    entry: &Entry,
-    pods: &[Object],
-    held: &[Value],
-    first: &Value,
-    format: SchedulerFormat,
-    at: &str,
-) {
-    let mut stale = first.clone();
-    stale["metadata"]["name"] = json!("stale-gang");
-    stale["metadata"]["uid"] = json!("stale-uid");
-    let mut another = stale.clone();
-    another["metadata"]["name"] = json!("another-gang");
-    another["metadata"]["ownerReferences"][0]["uid"] = json!("another-workload");
-    let mut all = held.to_vec();
-    all.extend([stale, another]);
-    let d = decide(entry, pods, &store_of(&all), format).expect("decides");
-    assert_eq!(
-        d.writes,
-        vec![(
-            format
-                .format()
-                .kinds()
-                .iter()
-                .find(|k| first["kind"] == k.kind)
-                .copied()
-                .expect("kind"),
-            Action::Delete {
-                name: "stale-gang".into(),
-                uid: "stale-uid".into()
-            }
-        )],
-        "{at}"
-    );
+impl Case<'_> {
+    /// The decision with these gang objects in the store.
+    fn decide(&self, store: &[Value]) -> Decision {
+        decide(self.entry, self.pods, &store_of(store), self.format).expect("decides")
+    }
+
+    /// An object of the first wanted name that is not wlmap's: left alone, the rest written.
+    fn someone_elses(&self) {
+        let (first, at) = (&self.held[0], self.at);
+        let mut theirs = first.clone();
+        theirs["metadata"]["labels"] = json!({"app.kubernetes.io/managed-by": "kueue"});
+        let d = self.decide(&[theirs]);
+        let name = first["metadata"]["name"].as_str().expect("name");
+        let conflict = Action::Conflict { name: name.into() };
+        assert!(d.writes.iter().any(|(_, a)| *a == conflict), "{at}");
+        let theirs_written =
+            |o: &Value| o["metadata"]["name"] == name && o["kind"] == first["kind"];
+        assert!(!applied(&d).iter().any(theirs_written), "{at}");
+        assert_eq!(applied(&d).len() + 1, self.held.len(), "{at}");
+    }
+
+    /// One of ours for this workload that it no longer needs: deleted by uid, after the
+    /// writes; one of ours for another workload is kept.
+    fn leftovers(&self) {
+        let first = &self.held[0];
+        let mut stale = first.clone();
+        stale["metadata"]["name"] = json!("stale-gang");
+        stale["metadata"]["uid"] = json!("stale-uid");
+        let mut another = stale.clone();
+        another["metadata"]["name"] = json!("another-gang");
+        another["metadata"]["ownerReferences"][0]["uid"] = json!("another-workload");
+        let mut all = self.held.clone();
+        all.extend([stale, another]);
+        let kinds = self.format.format().kinds();
+        let kind = kinds.iter().find(|k| first["kind"] == k.kind).copied();
+        let delete = Action::Delete {
+            name: "stale-gang".into(),
+            uid: "stale-uid".into(),
+        };
+        assert_eq!(
+            self.decide(&all).writes,
+            vec![(kind.expect("kind"), delete)],
+            "{}",
+            self.at
+        );
+    }
 }

@@ -68,19 +68,24 @@ fn version() -> Value {
     wlmap_e2e::json(&run(&wlmap_bin(), &["version", "-o", "json"], None))
 }
 
+/// Run a packaging script on the built binary, writing into `out`: the JSON it prints.
+fn packaging(script: &str, out: &Path, more: &[&str]) -> Value {
+    let path = repo().join("packaging").join(script);
+    let bin = wlmap_bin();
+    let mut args = vec![
+        path.to_str().expect("utf8"),
+        "--binary",
+        &bin,
+        "--out",
+        out.to_str().expect("utf8"),
+    ];
+    args.extend(more);
+    let o = run("python3", &args, None);
+    serde_json::from_str(&stdout_of(script, &o, 0)).expect("its JSON")
+}
+
 fn build_image(out: &Path) -> Value {
-    let o = run(
-        "python3",
-        &[
-            repo().join("packaging/image.py").to_str().expect("utf8"),
-            "--binary",
-            &wlmap_bin(),
-            "--out",
-            out.to_str().expect("utf8"),
-        ],
-        None,
-    );
-    serde_json::from_str(&stdout_of("packaging/image.py", &o, 0)).expect("image.json")
+    packaging("image.py", out, &[])
 }
 
 fn crane(args: &[&str]) -> String {
@@ -224,21 +229,8 @@ fn kubectl_runs_wlmap_installed_by_krew() {
 
     let dir = tempfile::tempdir().expect("tmp");
     let port = free_port();
-    let o = run(
-        "python3",
-        &[
-            repo().join("packaging/release.py").to_str().expect("utf8"),
-            "--binary",
-            &wlmap_bin(),
-            "--out",
-            dir.path().to_str().expect("utf8"),
-            "--base-url",
-            &format!("http://127.0.0.1:{port}"),
-        ],
-        None,
-    );
-    let release: Value =
-        serde_json::from_str(&stdout_of("packaging/release.py", &o, 0)).expect("release");
+    let base = format!("http://127.0.0.1:{port}");
+    let release = packaging("release.py", dir.path(), &["--base-url", &base]);
     let mut http = Command::new("python3");
     http.args([
         "-m",

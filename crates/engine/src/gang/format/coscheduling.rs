@@ -7,26 +7,19 @@ use crate::object::Object;
 use crate::resolve::Workload;
 use serde_json::{Value, json};
 
-const POD_GROUP: GangKind = GangKind {
-    group: "scheduling.x-k8s.io",
-    version: "v1alpha1",
-    kind: "PodGroup",
-    plural: "podgroups",
-};
+const POD_GROUP: GangKind = GangKind::pod_group("scheduling.x-k8s.io", "v1alpha1");
 
 /// The label that puts a pod in a coscheduling PodGroup.
 const LABEL: &str = "scheduling.x-k8s.io/pod-group";
 
 /// scheduler-plugins coscheduling PodGroups.
-pub(super) const FORMAT: Format = Format {
-    name: "coscheduling",
-    summary: "scheduler-plugins coscheduling PodGroup (scheduling.x-k8s.io/v1alpha1), pod label",
-    kinds: &[POD_GROUP],
+pub(super) const FORMAT: Format = Format::new(
+    "coscheduling",
+    "scheduler-plugins coscheduling PodGroup (scheduling.x-k8s.io/v1alpha1), pod label",
+    &[POD_GROUP],
     render,
     already_grouped,
-    not_written_by_controller: None,
-    when_not_served: None,
-};
+);
 
 fn render(groups: &[PodGroup], _: &Workload, o: &Object) -> Rendered {
     Rendered {

@@ -8,23 +8,17 @@ use crate::object::Object;
 use crate::resolve::Workload;
 use serde_json::{Value, json};
 
-const POD_GROUP: GangKind = GangKind {
-    group: "scheduling.run.ai",
-    version: "v2alpha2",
-    kind: "PodGroup",
-    plural: "podgroups",
-};
+const POD_GROUP: GangKind = GangKind::pod_group("scheduling.run.ai", "v2alpha2");
 
 /// KAI Scheduler's PodGroups.
-pub(super) const FORMAT: Format = Format {
-    name: "kai",
-    summary: "KAI Scheduler PodGroup (scheduling.run.ai/v2alpha2)",
-    kinds: &[POD_GROUP],
+pub(super) const FORMAT: Format = Format::new(
+    "kai",
+    "KAI Scheduler PodGroup (scheduling.run.ai/v2alpha2)",
+    &[POD_GROUP],
     render,
     already_grouped,
-    not_written_by_controller: Some("KAI Scheduler's pod-grouper reads definitions itself"),
-    when_not_served: None,
-};
+)
+.not_by_controller("KAI Scheduler's pod-grouper reads definitions itself");
 
 fn render(groups: &[PodGroup], _: &Workload, o: &Object) -> Rendered {
     let mut r = Rendered::default();

@@ -11,17 +11,14 @@ use serde_json::{Value, json};
 const LABEL: &str = "kueue.x-k8s.io/pod-group-name";
 
 /// Kueue's pod groups (labels only).
-pub(super) const FORMAT: Format = Format {
-    name: "kueue",
-    summary: "Kueue pod-group labels and annotations",
-    kinds: &[],
+pub(super) const FORMAT: Format = Format::new(
+    "kueue",
+    "Kueue pod-group labels and annotations",
+    &[],
     render,
     already_grouped,
-    not_written_by_controller: Some(
-        "Kueue's groups are pod labels only: `wlmap gang --format kueue` prints them",
-    ),
-    when_not_served: None,
-};
+)
+.not_by_controller("Kueue's groups are pod labels only: `wlmap gang --format kueue` prints them");
 
 fn render(groups: &[PodGroup], _: &Workload, _: &Object) -> Rendered {
     let tags = |g: &PodGroup| json!({"labels": {LABEL: g.name}, "annotations": {"kueue.x-k8s.io/pod-group-total-count": g.min_member.to_string()}});

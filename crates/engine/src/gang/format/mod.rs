@@ -31,6 +31,41 @@ pub struct Format {
 }
 
 impl Format {
+    /// A format the controller writes, whose kinds are served when its scheduler is there.
+    const fn new(
+        name: &'static str,
+        summary: &'static str,
+        kinds: &'static [GangKind],
+        render: fn(&[PodGroup], &Workload, &Object) -> Rendered,
+        already_grouped: fn(&Value) -> bool,
+    ) -> Format {
+        Format {
+            name,
+            summary,
+            kinds,
+            render,
+            already_grouped,
+            not_written_by_controller: None,
+            when_not_served: None,
+        }
+    }
+
+    /// The same, not written by the controller, for this reason.
+    const fn not_by_controller(self, why: &'static str) -> Format {
+        Format {
+            not_written_by_controller: Some(why),
+            ..self
+        }
+    }
+
+    /// The same, its kinds built in but off by default: what to turn on.
+    const fn off_by_default(self, hint: &'static str) -> Format {
+        Format {
+            when_not_served: Some(hint),
+            ..self
+        }
+    }
+
     /// The format's name on a command line (`--format volcano`).
     pub fn name(&self) -> &'static str {
         self.name
@@ -84,6 +119,26 @@ pub struct GangKind {
 }
 
 impl GangKind {
+    /// A kind of gang object.
+    pub const fn new(
+        group: &'static str,
+        version: &'static str,
+        kind: &'static str,
+        plural: &'static str,
+    ) -> GangKind {
+        GangKind {
+            group,
+            version,
+            kind,
+            plural,
+        }
+    }
+
+    /// A `PodGroup` of this API group and version (most schedulers call theirs so).
+    pub const fn pod_group(group: &'static str, version: &'static str) -> GangKind {
+        GangKind::new(group, version, "PodGroup", "podgroups")
+    }
+
     /// `group/version`, as `apiVersion` writes it.
     pub fn api_version(&self) -> String {
         format!("{}/{}", self.group, self.version)

@@ -10,23 +10,16 @@ use crate::resolve::Workload;
 use serde_json::{Value, json};
 use wlmap_schema::TopologyConstraint;
 
-pub(super) const POD_GROUP: GangKind = GangKind {
-    group: "scheduling.k8s.io",
-    version: "v1beta1",
-    kind: "PodGroup",
-    plural: "podgroups",
-};
+pub(super) const POD_GROUP: GangKind = GangKind::pod_group("scheduling.k8s.io", "v1beta1");
 
 /// Kubernetes v1.37 PodGroups.
-pub(super) const FORMAT: Format = Format {
-    name: "native",
-    summary: "Kubernetes v1.37 gang scheduling: PodGroups (scheduling.k8s.io/v1beta1), pod spec.schedulingGroup",
-    kinds: &[POD_GROUP],
+pub(super) const FORMAT: Format = Format::new(
+    "native",
+    "Kubernetes v1.37 gang scheduling: PodGroups (scheduling.k8s.io/v1beta1), pod spec.schedulingGroup",
+    &[POD_GROUP],
     render,
     already_grouped,
-    not_written_by_controller: None,
-    when_not_served: None,
-};
+);
 
 fn render(groups: &[PodGroup], _: &Workload, o: &Object) -> Rendered {
     flat(groups, o)

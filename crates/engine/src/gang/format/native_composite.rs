@@ -33,35 +33,27 @@ use crate::object::Object;
 use crate::resolve::Workload;
 use serde_json::{Value, json};
 
-const WORKLOAD: GangKind = GangKind {
-    group: "scheduling.k8s.io",
-    version: "v1beta1",
-    kind: "Workload",
-    plural: "workloads",
-};
+const WORKLOAD: GangKind = GangKind::new("scheduling.k8s.io", "v1beta1", "Workload", "workloads");
 
-const COMPOSITE: GangKind = GangKind {
-    group: "scheduling.k8s.io",
-    version: "v1alpha3",
-    kind: "CompositePodGroup",
-    plural: "compositepodgroups",
-};
+const COMPOSITE: GangKind = GangKind::new(
+    "scheduling.k8s.io",
+    "v1alpha3",
+    "CompositePodGroup",
+    "compositepodgroups",
+);
 
 /// The most templates a Workload holds at one level.
 const MAX_TEMPLATES: usize = 8;
 
 /// Kubernetes v1.37 CompositePodGroups over PodGroups.
-pub(super) const FORMAT: Format = Format {
-    name: "native-composite",
-    summary: "Kubernetes v1.37 hierarchical gangs: a CompositePodGroup (scheduling.k8s.io/v1alpha3, gate CompositePodGroup) over a PodGroup per sub-group",
-    kinds: &[WORKLOAD, COMPOSITE, POD_GROUP],
+pub(super) const FORMAT: Format = Format::new(
+    "native-composite",
+    "Kubernetes v1.37 hierarchical gangs: a CompositePodGroup (scheduling.k8s.io/v1alpha3, gate CompositePodGroup) over a PodGroup per sub-group",
+    &[WORKLOAD, COMPOSITE, POD_GROUP],
     render,
     already_grouped,
-    not_written_by_controller: None,
-    when_not_served: Some(
-        "turn on the feature gates GenericWorkload, TopologyAwareWorkloadScheduling and CompositePodGroup (API server and scheduler) and --runtime-config=scheduling.k8s.io/v1beta1=true,scheduling.k8s.io/v1alpha3=true, or use --scheduler native",
-    ),
-};
+)
+.off_by_default("turn on the feature gates GenericWorkload, TopologyAwareWorkloadScheduling and CompositePodGroup (API server and scheduler) and --runtime-config=scheduling.k8s.io/v1beta1=true,scheduling.k8s.io/v1alpha3=true, or use --scheduler native");
 
 fn render(groups: &[PodGroup], _: &Workload, o: &Object) -> Rendered {
     let mut r = Rendered::default();

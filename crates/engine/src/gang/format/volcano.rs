@@ -8,26 +8,19 @@ use crate::object::Object;
 use crate::resolve::Workload;
 use serde_json::{Value, json};
 
-const POD_GROUP: GangKind = GangKind {
-    group: "scheduling.volcano.sh",
-    version: "v1beta1",
-    kind: "PodGroup",
-    plural: "podgroups",
-};
+const POD_GROUP: GangKind = GangKind::pod_group("scheduling.volcano.sh", "v1beta1");
 
 /// The annotation that puts a pod in a Volcano PodGroup.
 const ANNOTATION: &str = "scheduling.k8s.io/group-name";
 
 /// Volcano PodGroups.
-pub(super) const FORMAT: Format = Format {
-    name: "volcano",
-    summary: "Volcano PodGroup (scheduling.volcano.sh/v1beta1), pod annotation",
-    kinds: &[POD_GROUP],
+pub(super) const FORMAT: Format = Format::new(
+    "volcano",
+    "Volcano PodGroup (scheduling.volcano.sh/v1beta1), pod annotation",
+    &[POD_GROUP],
     render,
     already_grouped,
-    not_written_by_controller: None,
-    when_not_served: None,
-};
+);
 
 fn render(groups: &[PodGroup], w: &Workload, o: &Object) -> Rendered {
     let min_res = min_resources(w);

@@ -8,28 +8,20 @@ use crate::object::Object;
 use crate::resolve::Workload;
 use serde_json::{Value, json};
 
-const WORKLOAD: GangKind = GangKind {
-    group: "scheduling.k8s.io",
-    version: "v1alpha1",
-    kind: "Workload",
-    plural: "workloads",
-};
+const WORKLOAD: GangKind = GangKind::new("scheduling.k8s.io", "v1alpha1", "Workload", "workloads");
 
 /// The most pod groups a v1alpha1 Workload holds.
 const MAX_GROUPS: usize = 8;
 
 /// The v1.35 Workload API.
-pub(super) const FORMAT: Format = Format {
-    name: "workload",
-    summary: "Kubernetes v1.35 Workload API (scheduling.k8s.io/v1alpha1)",
-    kinds: &[WORKLOAD],
+pub(super) const FORMAT: Format = Format::new(
+    "workload",
+    "Kubernetes v1.35 Workload API (scheduling.k8s.io/v1alpha1)",
+    &[WORKLOAD],
     render,
     already_grouped,
-    not_written_by_controller: Some(
-        "Kubernetes v1.37 no longer serves scheduling.k8s.io/v1alpha1 Workloads",
-    ),
-    when_not_served: None,
-};
+)
+.not_by_controller("Kubernetes v1.37 no longer serves scheduling.k8s.io/v1alpha1 Workloads");
 
 fn render(groups: &[PodGroup], _: &Workload, o: &Object) -> Rendered {
     let pgs: Vec<Value> = groups
