@@ -101,26 +101,14 @@ fn a_jobset_is_ganged_as_one_workload() {
         ],
         "the JobSet controller's Jobs"
     );
-    for p in tb.pods(ns) {
-        assert_eq!(
-            p["spec"]["schedulingGroup"]["podGroupName"], "train-gang",
-            "the webhook put every pod in the group: {p}"
-        );
-    }
-    tb.wait_for("the PodGroup marked unschedulable", 120, || {
-        tb.pod_group_scheduled(ns, "train-gang") == Some(false)
-    });
-    assert_eq!(
-        bound(&tb, ns),
-        0,
-        "8 GPUs hold two pods, and a gang of 3 binds none"
+    all_in_group(&tb, ns, "train-gang");
+    held_back(
+        &tb,
+        ns,
+        &["train-gang"],
+        "8 GPUs hold two pods, and a gang of 3 binds none",
     );
-
-    tb.add_node("ctl-gpu-1", "ctl", 8);
-    tb.wait_for("all three pods bound and running", 120, || {
-        let ps = tb.pods(ns);
-        ps.len() == 3 && ps.iter().all(|p| p["status"]["phase"] == "Running")
-    });
+    room_then_running(&tb, ns, ("ctl-gpu-1", "ctl", 8), 3);
     tb.wait_for("the JobSet controller counts the Jobs ready", 60, || {
         jobset_ready_jobs(&tb, ns, "train") == 3
     });
@@ -403,6 +391,36 @@ fn bound(tb: &Testbed, ns: &str) -> usize {
         .count()
 }
 
+/// Every pod of `ns` names `group` (the webhook put it there).
+fn all_in_group(tb: &Testbed, ns: &str, group: &str) {
+    for p in tb.pods(ns) {
+        assert_eq!(
+            p["spec"]["schedulingGroup"]["podGroupName"], group,
+            "the webhook put every pod in the group: {p}"
+        );
+    }
+}
+
+/// The scheduler finds each gang short of room (its PodGroup unschedulable) and binds no
+/// pod of `ns`.
+fn held_back(tb: &Testbed, ns: &str, groups: &[&str], why: &str) {
+    tb.wait_for("the scheduler to find each gang short of room", 120, || {
+        groups
+            .iter()
+            .all(|g| tb.pod_group_scheduled(ns, g) == Some(false))
+    });
+    assert_eq!(bound(tb, ns), 0, "{why}");
+}
+
+/// A node (name, pool, GPUs) joins, then all `n` pods of `ns` bind and run.
+fn room_then_running(tb: &Testbed, ns: &str, (node, pool, gpus): (&str, &str, u32), n: usize) {
+    tb.add_node(node, pool, gpus);
+    tb.wait_for(&format!("all {n} pods bound and running"), 120, || {
+        let ps = tb.pods(ns);
+        ps.len() == n && ps.iter().all(|p| p["status"]["phase"] == "Running")
+    });
+}
+
 /// One workload of `kind` in `ns` as `wlmap get --all-types -o json` shows it.
 fn the_workload(tb: &Testbed, ns: &str, kind: &str) -> Value {
     let items = json(&tb.wlmap(&["get", "-n", ns, "--all-types", "-o", "json"]))["items"]
@@ -446,26 +464,14 @@ fn a_pytorchjob_of_the_real_operator_is_ganged() {
     });
     let g = tb.get_json(&["get", "podgroups.scheduling.k8s.io/pt-gang", "-n", ns]);
     assert_eq!(g["spec"]["schedulingPolicy"]["gang"]["minCount"], 4, "{g}");
-    for p in tb.pods(ns) {
-        assert_eq!(
-            p["spec"]["schedulingGroup"]["podGroupName"], "pt-gang",
-            "{p}"
-        );
-    }
-    tb.wait_for("the PodGroup marked unschedulable", 120, || {
-        tb.pod_group_scheduled(ns, "pt-gang") == Some(false)
-    });
-    assert_eq!(
-        bound(&tb, ns),
-        0,
-        "8 GPUs hold two pods, and a gang of 4 binds none"
+    all_in_group(&tb, ns, "pt-gang");
+    held_back(
+        &tb,
+        ns,
+        &["pt-gang"],
+        "8 GPUs hold two pods, and a gang of 4 binds none",
     );
-
-    tb.add_node("ctlpt-gpu-1", "ctlpt", 8);
-    tb.wait_for("all four pods bound and running", 120, || {
-        let ps = tb.pods(ns);
-        ps.len() == 4 && ps.iter().all(|p| p["status"]["phase"] == "Running")
-    });
+    room_then_running(&tb, ns, ("ctlpt-gpu-1", "ctlpt", 8), 4);
     tb.wait_for("the operator's Running condition", 120, || {
         tb.get_json(&["get", "pytorchjob/pt", "-n", ns])["status"]["conditions"]
             .as_array()
@@ -582,22 +588,13 @@ fn an_lws_of_the_real_operator_gangs_each_group() {
             "{p}"
         );
     }
-    tb.wait_for("the scheduler to find each gang short of room", 120, || {
-        ["serve-group-group-0", "serve-group-group-1"]
-            .iter()
-            .all(|g| tb.pod_group_scheduled(ns, g) == Some(false))
-    });
-    assert_eq!(
-        bound(&tb, ns),
-        0,
-        "6 GPUs hold three pods of a group, and a gang of 4 binds none"
+    held_back(
+        &tb,
+        ns,
+        &["serve-group-group-0", "serve-group-group-1"],
+        "6 GPUs hold three pods of a group, and a gang of 4 binds none",
     );
-
-    tb.add_node("ctllws-gpu-1", "ctllws", 10);
-    tb.wait_for("all eight pods bound and running", 120, || {
-        let ps = tb.pods(ns);
-        ps.len() == 8 && ps.iter().all(|p| p["status"]["phase"] == "Running")
-    });
+    room_then_running(&tb, ns, ("ctllws-gpu-1", "ctllws", 10), 8);
     tb.wait_for("the LWS controller counts both groups ready", 120, || {
         tb.get_json(&["get", "lws/serve", "-n", ns])["status"]["readyReplicas"] == 2
     });
@@ -1029,11 +1026,7 @@ fn roles_are_ganged_together_by_a_composite_pod_group() {
         "the two roles need 12 GPUs, the node has 8"
     );
 
-    tb.add_node("cpg-gpu-1", "cpg", 8);
-    tb.wait_for("all three pods bound and running", 120, || {
-        let ps = tb.pods(ns);
-        ps.len() == 3 && ps.iter().all(|p| p["status"]["phase"] == "Running")
-    });
+    room_then_running(&tb, ns, ("cpg-gpu-1", "cpg", 8), 3);
     assert_eq!(
         ctl.metric(r#"wlmap_admission_requests_total{result="grouped"}"#),
         3.0
