@@ -1132,3 +1132,56 @@ fn the_demo_examples_in_help_run() {
         assert!(!o.stdout.is_empty(), "`{e}` printed nothing");
     }
 }
+
+/// A workload whose pods the scheduler cannot place says why, in the scheduler's words: the
+/// demo's TFJob of three workers waiting for GPUs (its fixture's pods carry the
+/// `PodScheduled=False` condition kube-scheduler writes).
+#[test]
+fn a_workload_the_scheduler_cannot_place_says_why() {
+    let words = "0/4 nodes are available: 4 Insufficient nvidia.com/gpu.";
+    let d = wlmap_e2e::stdout_of(
+        "wlmap",
+        &wlmap(&[
+            "--demo",
+            "describe",
+            "tfjob/tf-workers-only",
+            "-n",
+            "kubeflow",
+        ]),
+        0,
+    );
+    let line = d
+        .lines()
+        .find(|l| l.starts_with("Waiting: "))
+        .unwrap_or_default();
+    assert!(line.starts_with("Waiting: 3 pod(s) Unschedulable: "), "{d}");
+    assert!(line.contains(words), "{d}");
+    let item = &json(&wlmap(&[
+        "--demo", "get", "tfjobs", "-n", "kubeflow", "-o", "json",
+    ]))["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .find(|i| i["name"] == "tf-workers-only")
+        .cloned()
+        .expect("the TFJob");
+    assert_eq!(item["waiting"][0]["pods"], 3, "{item}");
+    assert_eq!(item["waiting"][0]["reason"], "Unschedulable");
+    let wide = wlmap_e2e::stdout_of(
+        "wlmap",
+        &wlmap(&["--demo", "get", "tfjobs", "-n", "kubeflow", "-o", "wide"]),
+        0,
+    );
+    let row = wide
+        .lines()
+        .find(|l| l.starts_with("tf-workers-only"))
+        .unwrap_or_default();
+    assert!(row.ends_with("Unschedulable (3 pod(s))"), "{wide}");
+    // A running workload waits for nothing.
+    let running = wlmap_e2e::stdout_of(
+        "wlmap",
+        &wlmap(&["--demo", "describe", "jobset/llm-train", "-n", "ml"]),
+        0,
+    );
+    assert!(!running.contains("Waiting:"), "{running}");
+}

@@ -105,6 +105,24 @@ fn the_table_lists_the_demo_filters_by_kind_and_opens_a_workload() {
         "return !document.getElementById('list-view').hidden",
     );
     assert_eq!(rows(&b).len(), jobsets);
+
+    // A workload the scheduler cannot place says why, in the scheduler's words.
+    b.goto(&format!(
+        "{}/#/w/kubeflow/kubeflow.org/TFJob/tf-workers-only",
+        s.url()
+    ));
+    b.wait(
+        "the waiting workload's page",
+        "const d = document.getElementById('detail-view'); return !d.hidden && d.dataset.version",
+    );
+    let text = b.eval("return document.getElementById('detail-view').innerText");
+    let text = text.as_str().unwrap_or_default();
+    assert!(
+        text.contains(
+            "3 pod(s) Unschedulable: 0/4 nodes are available: 4 Insufficient nvidia.com/gpu."
+        ),
+        "{text}"
+    );
 }
 
 #[test]
@@ -190,6 +208,20 @@ fn the_page_fits_a_phone() {
     assert!(
         overflow.as_i64().is_some_and(|o| o <= 0),
         "the workload page scrolls sideways by {overflow}"
+    );
+    // The scheduler's long message wraps too.
+    b.goto(&format!(
+        "{}/#/w/kubeflow/kubeflow.org/TFJob/tf-workers-only",
+        s.url()
+    ));
+    b.wait(
+        "the waiting workload's page",
+        "const d = document.getElementById('detail-view'); return d.dataset.version && d.innerText.includes('Unschedulable')",
+    );
+    let overflow = b.eval(sideways);
+    assert!(
+        overflow.as_i64().is_some_and(|o| o <= 0),
+        "the waiting workload's page scrolls sideways by {overflow}"
     );
 }
 

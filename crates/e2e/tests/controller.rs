@@ -9,7 +9,7 @@
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use wlmap_e2e::{
-    Controller, FaultProxy, Testbed, gpu_container, json, require_operator, testbed_crds,
+    Controller, FaultProxy, Testbed, gpu_container, json, require_operator, stdout_of, testbed_crds,
 };
 
 /// The names of the v1.37 PodGroups in a namespace.
@@ -108,7 +108,14 @@ fn a_jobset_is_ganged_as_one_workload() {
         &["train-gang"],
         "8 GPUs hold two pods, and a gang of 3 binds none",
     );
+    says_why_it_waits(&tb, ns, "jobset/train", 3);
     room_then_running(&tb, ns, ("ctl-gpu-1", "ctl", 8), 3);
+    let d = stdout_of(
+        "describe",
+        &tb.wlmap(&["describe", "jobset/train", "-n", ns]),
+        0,
+    );
+    assert!(!d.contains("Waiting:"), "placed, it waits no more:\n{d}");
     tb.wait_for("the JobSet controller counts the Jobs ready", 60, || {
         jobset_ready_jobs(&tb, ns, "train") == 3
     });
@@ -410,6 +417,45 @@ fn held_back(tb: &Testbed, ns: &str, groups: &[&str], why: &str) {
             .all(|g| tb.pod_group_scheduled(ns, g) == Some(false))
     });
     assert_eq!(bound(tb, ns), 0, "{why}");
+}
+
+/// `wlmap describe` and `get -o json` say why the `n` pods of `ns` wait, in the scheduler's
+/// own words: each message the scheduler wrote on the pods (`PodScheduled=False`) is there,
+/// and the counts add up to the pods.
+fn says_why_it_waits(tb: &Testbed, ns: &str, target: &str, n: usize) {
+    let words = |p: &Value| {
+        p["status"]["conditions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|c| c["type"] == "PodScheduled" && c["status"] == "False")
+            .map(|c| {
+                format!(
+                    "{}: {}",
+                    c["reason"].as_str().unwrap_or(""),
+                    c["message"].as_str().unwrap_or("")
+                )
+            })
+    };
+    tb.wait_for("the scheduler's words on every pod", 60, || {
+        tb.pods(ns).iter().all(|p| words(p).is_some())
+    });
+    let said: std::collections::BTreeSet<String> = tb.pods(ns).iter().filter_map(words).collect();
+    let d = stdout_of("describe", &tb.wlmap(&["describe", target, "-n", ns]), 0);
+    let lines: Vec<&str> = d.lines().filter(|l| l.starts_with("Waiting: ")).collect();
+    for w in &said {
+        assert!(
+            lines.iter().any(|l| l.ends_with(w.as_str())),
+            "{w:?} not in:\n{d}"
+        );
+    }
+    let items = json(&tb.wlmap(&["get", target, "-n", ns, "-o", "json"]));
+    let waiting = items["items"][0]["waiting"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let pods: u64 = waiting.iter().filter_map(|w| w["pods"].as_u64()).sum();
+    assert_eq!(pods, n as u64, "{waiting:?}");
 }
 
 /// A node (name, pool, GPUs) joins, then all `n` pods of `ns` bind and run.

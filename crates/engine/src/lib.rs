@@ -71,7 +71,7 @@ pub use object::{Object, unix_seconds};
 pub use registry::Registry;
 pub use resolve::{
     MAX_EXPANDED_REPLICAS, NoReferences, Node, ObjectsProvider, PodInfo, ReferenceProvider,
-    Workload, resolve, resolve_with,
+    Unscheduled, Waiting, Workload, resolve, resolve_with,
 };
 pub use resources::{
     GpuPolicy, Resources, container_request, parse_quantity, pod_request, resource_requirements,

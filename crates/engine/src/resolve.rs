@@ -48,6 +48,10 @@ pub struct PodInfo {
     pub replica: Option<String>,
     /// Why the pod is not running (waiting reason, status reason), when known.
     pub reason: Option<String>,
+    /// The scheduler's words when it could not place the pod (the `PodScheduled=False`
+    /// condition's reason and message).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unscheduled: Option<Unscheduled>,
     /// Its effective request.
     #[serde(skip)]
     pub resources: Resources,
@@ -91,8 +95,14 @@ impl PodInfo {
                         .and_then(Value::as_str)
                 })
             });
-        let unschedulable = condition("PodScheduled", "False")
-            .and_then(|c| c.field("reason").and_then(Value::as_str));
+        let not_placed = condition("PodScheduled", "False");
+        let unschedulable = not_placed.and_then(|c| c.field("reason").and_then(Value::as_str));
+        let text =
+            |c: &Value, k: &str| c.field(k).and_then(Value::as_str).unwrap_or("").to_string();
+        let unscheduled = not_placed.map(|c| Unscheduled {
+            reason: text(c, "reason"),
+            message: text(c, "message"),
+        });
         let reason = status
             .and_then(|s| s.field("reason"))
             .and_then(Value::as_str)
@@ -116,9 +126,30 @@ impl PodInfo {
             gpus: resources.gpus(gpu),
             replica: None,
             reason,
+            unscheduled,
             resources,
         }
     }
+}
+
+/// Why the scheduler has not placed a pod, in its own words.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub struct Unscheduled {
+    /// The condition's reason (`Unschedulable`, `SchedulingGated`).
+    pub reason: String,
+    /// The scheduler's message (`0/3 nodes are available: 3 Insufficient nvidia.com/gpu.`).
+    pub message: String,
+}
+
+/// Pods the scheduler has not placed for one reason, counted (pods of one shape get the same
+/// message, which is said once).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Waiting {
+    /// The scheduler's reason and message.
+    #[serde(flatten)]
+    pub why: Unscheduled,
+    /// How many pods it holds back.
+    pub pods: usize,
 }
 
 /// A node of the component tree: one instance (and replica copy) of a component.
@@ -365,6 +396,38 @@ impl Workload {
     /// ```
     pub fn observed_pods(&self) -> u64 {
         (self.root.all_pods().count() + self.unattributed.len()) as u64
+    }
+
+    /// Why pods of the workload are not placed, in the scheduler's words: one entry per
+    /// distinct reason and message, the most pods first.
+    ///
+    /// ```
+    /// # let def = wlmap_engine::Definition::compile(wlmap_schema::Karta::example(), wlmap_engine::Origin::Catalog).unwrap();
+    /// let pending = |name: &str| wlmap_engine::Object::new(serde_json::json!({"apiVersion": "v1", "kind": "Pod",
+    ///     "metadata": {"name": name, "uid": name}, "spec": {}, "status": {"phase": "Pending", "conditions": [
+    ///     {"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+    ///      "message": "0/2 nodes are available: 2 Insufficient nvidia.com/gpu."}]}}));
+    /// let mut w = wlmap_engine::resolve(&def, &pending("p")).unwrap();
+    /// wlmap_engine::attribute(&def, &mut w, &pending("p"), &[pending("p")]).unwrap();
+    /// let why = w.waiting();
+    /// assert_eq!((why[0].pods, why[0].why.reason.as_str()), (1, "Unschedulable"));
+    /// assert!(why[0].why.message.contains("Insufficient nvidia.com/gpu"));
+    /// ```
+    pub fn waiting(&self) -> Vec<Waiting> {
+        let mut counts: std::collections::BTreeMap<&Unscheduled, usize> = Default::default();
+        let pods = self.root.all_pods().chain(self.unattributed.iter());
+        for u in pods.filter_map(|p| p.unscheduled.as_ref()) {
+            *counts.entry(u).or_default() += 1;
+        }
+        let mut out: Vec<Waiting> = counts
+            .into_iter()
+            .map(|(why, pods)| Waiting {
+                why: why.clone(),
+                pods,
+            })
+            .collect();
+        out.sort_by_key(|w| std::cmp::Reverse(w.pods));
+        out
     }
 
     /// Ready pods of the workload, attributed or not.

@@ -154,7 +154,8 @@ impl Index {
     /// `metadata.managedFields` and last-applied annotation. A Pod whose controller is of a
     /// kind the definitions know (so it is only ever part of that workload) keeps only what
     /// attribution and the Pod definition read: its metadata, where it runs, its restart
-    /// policy, what it requests, its phase, conditions and container states; volumes,
+    /// policy, what it requests, its phase, conditions (and the scheduler's message when it
+    /// cannot place the pod) and container states; volumes,
     /// environment, images, probes and timestamps go. Any other Pod is a workload of its own,
     /// shown whole, and keeps its spec and status. Maps and lists are sized to what they hold.
     ///
@@ -172,6 +173,14 @@ impl Index {
     ///     "metadata": {"name": "p", "labels": {"app": "a"}, "ownerReferences": owner},
     ///     "spec": {"nodeName": "n1", "containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": 4}}}]},
     ///     "status": {"phase": "Running"}}));
+    /// // The scheduler's words on why it cannot place a pod stay; other conditions' messages go.
+    /// let mut pending = serde_json::json!({"apiVersion": "v1", "kind": "Pod",
+    ///     "metadata": {"name": "q", "ownerReferences": owner}, "status": {"phase": "Pending", "conditions": [
+    ///     {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": "0/2 nodes are available"},
+    ///     {"type": "Ready", "status": "False", "reason": "X", "message": "long text", "lastTransitionTime": "t"}]}});
+    /// index.trim(&mut pending);
+    /// assert_eq!(pending["status"]["conditions"][0]["message"], "0/2 nodes are available");
+    /// assert_eq!(pending["status"]["conditions"][1], serde_json::json!({"type": "Ready", "status": "False", "reason": "X"}));
     /// // A pod of its own keeps its spec.
     /// let mut bare = serde_json::json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "b"}, "spec": {"volumes": []}});
     /// index.trim(&mut bare);

@@ -33,6 +33,9 @@ const POD_STATUS: &[&str] = &[
 ];
 /// Pod condition fields kept (not their times and messages).
 const CONDITION: &[&str] = &["type", "status", "reason"];
+/// The fields kept of the condition saying the scheduler could not place the pod
+/// (`PodScheduled=False`): its message too, the scheduler's own words on why.
+const NOT_SCHEDULED: &[&str] = &["type", "status", "reason", "message"];
 /// Container status fields kept: readiness, restarts, and a waiting or ended state.
 const CONTAINER_STATUS: &[&str] = &["name", "ready", "restartCount", "state"];
 /// Container states kept (`running` holds only its start time).
@@ -91,7 +94,18 @@ fn trim_pod(obj: &mut Value) {
     }
     if let Some(status) = obj.get_mut("status").and_then(Value::as_object_mut) {
         keep(status, POD_STATUS);
-        each(status, "conditions", CONDITION);
+        for c in list_items(status, "conditions") {
+            let not_scheduled = c.get("type").and_then(Value::as_str) == Some("PodScheduled")
+                && c.get("status").and_then(Value::as_str) == Some("False");
+            keep(
+                c,
+                if not_scheduled {
+                    NOT_SCHEDULED
+                } else {
+                    CONDITION
+                },
+            );
+        }
         for list in ["containerStatuses", "initContainerStatuses"] {
             each(status, list, CONTAINER_STATUS);
             for c in list_items(status, list) {

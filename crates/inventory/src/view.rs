@@ -90,6 +90,10 @@ pub struct GetItem {
     /// Components that could not be read (`component: error`): the row is a partial answer.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub unreadable: Vec<String>,
+    /// Why pods of it wait for the scheduler, in the scheduler's words (see
+    /// [`wlmap_engine::Workload::waiting`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub waiting: Vec<wlmap_engine::Waiting>,
 }
 
 /// `{gpus}`.
@@ -177,6 +181,9 @@ pub struct DescribeView {
     pub components: Vec<NodeView>,
     /// Pods of the workload no component claims.
     pub unattributed_pods: Vec<String>,
+    /// Why pods of it wait for the scheduler, in the scheduler's words, counted.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub waiting: Vec<wlmap_engine::Waiting>,
     /// How each status rule evaluated (with --explain).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub explain: Option<Vec<wlmap_engine::MatcherTrace>>,
@@ -275,6 +282,7 @@ pub fn describe(d: &Definition, w: &Workload, explain: bool) -> DescribeView {
         pods: pods(w),
         components: vec![node(&w.root, w.pods_observed(), &gpu)],
         unattributed_pods: w.unattributed.iter().map(|p| p.name.clone()).collect(),
+        waiting: w.waiting(),
         explain: explain.then(|| w.status.trace.clone()),
     }
 }
@@ -314,6 +322,7 @@ pub fn item(e: &Entry) -> GetItem {
                 .into_iter()
                 .map(|(n, e)| format!("{}: {e}", n.component))
                 .collect(),
+            waiting: w.waiting(),
         },
         Err(err) => GetItem {
             api_version: o.api_version().into(),
@@ -338,6 +347,7 @@ pub fn item(e: &Entry) -> GetItem {
             created: o.creation_timestamp().map(String::from),
             error: Some(err.to_string()),
             unreadable: vec![],
+            waiting: vec![],
         },
     }
 }

@@ -10,6 +10,7 @@
 //! | `wlmap_workload_status_phase` | + `phase` | 1 for the primary status, else 0 |
 //! | `wlmap_workload_evaluation_error` | | 1 when the definition could not evaluate it |
 //! | `wlmap_workload_status_rule_failures` | | status rules that could not be evaluated (the status may be wrong) |
+//! | `wlmap_workload_unschedulable` | | 1 when the scheduler cannot place pods of it (`PodScheduled=False`, reason `Unschedulable`; the words are `describe`'s) |
 //! | `wlmap_workload_gpus_requested` | | GPUs the spec asks for |
 //! | `wlmap_workload_gpus_held` | | GPUs of its Running pods |
 //! | `wlmap_workload_pods_desired` / `_observed` / `_ready` | | pods |
@@ -177,6 +178,16 @@ const FAMILIES: &[Family] = &[
         },
     },
     Family {
+        name: "wlmap_workload_unschedulable",
+        help: "1 when the scheduler cannot place pods of the workload (their PodScheduled condition is False with reason Unschedulable).",
+        samples: |f, name, out| {
+            let held = f
+                .workload()
+                .is_some_and(|w| w.waiting().iter().any(|x| x.why.reason == "Unschedulable"));
+            sample(out, name, &f.labels, None, if held { 1.0 } else { 0.0 });
+        },
+    },
+    Family {
         name: "wlmap_workload_gpus_requested",
         help: "GPUs the workload's spec asks for, over every component and replica.",
         samples: |f, name, out| sample(out, name, &f.labels, None, f.gpus_requested),
@@ -327,6 +338,33 @@ fn sample(out: &mut String, name: &str, labels: &str, extra: Option<&str>, v: f6
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The demo's TFJob waits for GPUs (its pods `PodScheduled=False`, `Unschedulable`); its
+    /// running JobSet does not.
+    #[test]
+    fn a_workload_the_scheduler_cannot_place_is_flagged() {
+        let reg = wlmap_catalog::registry().expect("catalog");
+        let objects = wlmap_catalog::DEMO.iter().flat_map(|(name, text)| {
+            wlmap_schema::decode_objects(text, name)
+                .expect("demo")
+                .into_iter()
+                .map(wlmap_engine::Object::new)
+        });
+        let inv = Inventory::from_objects(reg, objects);
+        let mut text = String::new();
+        render(&inv, &mut text);
+        let value = |name: &str| {
+            text.lines()
+                .find(|l| {
+                    l.starts_with("wlmap_workload_unschedulable{")
+                        && l.contains(&format!("name=\"{name}\""))
+                })
+                .and_then(|l| l.rsplit(' ').next())
+                .map(str::to_string)
+        };
+        assert_eq!(value("tf-workers-only").as_deref(), Some("1"), "{text}");
+        assert_eq!(value("llm-train").as_deref(), Some("0"));
+    }
 
     #[test]
     fn label_values_are_escaped() {

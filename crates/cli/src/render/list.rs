@@ -25,7 +25,7 @@ pub fn header(all_namespaces: bool, wide: bool) -> Vec<&'static str> {
     }
     header.extend(["NAME", "KIND", "STATUS", "PODS", "GPUS", "AGE"]);
     if wide {
-        header.extend(["COMPONENTS", "DEFINITION"]);
+        header.extend(["COMPONENTS", "DEFINITION", "REASON"]);
     }
     header
 }
@@ -56,6 +56,17 @@ pub fn row(it: &view::GetItem, all_namespaces: bool, wide: bool, colour: bool) -
     if wide {
         r.push(it.components.join(","));
         r.push(format!("{} ({})", it.definition.name, it.definition.origin));
+        r.push(reason(it));
     }
     r
+}
+
+/// Why a workload waits, in a cell: the scheduler's reason for most of its pods held back and
+/// how many (the message is `describe`'s), else `-`.
+fn reason(it: &view::GetItem) -> String {
+    let held: usize = it.waiting.iter().map(|w| w.pods).sum();
+    match it.waiting.first() {
+        Some(w) => format!("{} ({held} pod(s))", w.why.reason),
+        None => "-".into(),
+    }
 }

@@ -70,6 +70,12 @@ fn header(def: &Definition, w: &Workload, obj: &Object, file_mode: bool) -> Stri
     if !w.pods_observed() {
         s.push_str("(file mode: spec only, no live pods)\n");
     }
+    for wait in w.waiting() {
+        s.push_str(&format!(
+            "Waiting: {} pod(s) {}: {}\n",
+            wait.pods, wait.why.reason, wait.why.message
+        ));
+    }
     s
 }
 

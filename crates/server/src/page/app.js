@@ -196,6 +196,12 @@ function renderDetail(d) {
     ["Definition", r.definition.name + " (" + r.definition.origin + ")"],
     ["Age", age(r.created)],
   ];
+  // Why pods wait for the scheduler, in its own words, counted.
+  const waiting = r.waiting || [];
+  if (waiting.length) {
+    facts.splice(4, 0, ["Waiting", el("ul", { class: "waiting" },
+      waiting.map((w) => el("li", {}, w.pods + " pod(s) " + w.reason + ": " + w.message)))]);
+  }
   const parts = [
     el("a", { class: "back", href: "#/" }, "← All workloads"),
     el("h2", {}, r.kind + "/" + r.name),
