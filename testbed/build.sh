@@ -108,12 +108,17 @@ build_kubernetes() {
 # list to look for a deprecation notice, which the proxy refuses for JobSet and LWS.) The
 # manifests the testbed applies are copied from the module.
 #   name | module@version | package inside the module | binary | manifests directory inside the
-#   module (copied to $OUT/NAME/; empty: none) | build tags
+#   module (copied to $OUT/NAME/; empty: none) | build tags | modules to take at another
+#   version (MODULE@VERSION, space-separated; built in a copy of the module)
 # promtool is built without Prometheus's service-discovery plugins (`remove_all_sd`): the
 # tests only check rules and metrics text, and the plugins are most of its dependencies.
 # The operators keep their whole kustomize tree (JobSet's and LWS's `config/`, the Kubeflow
 # operators' `manifests/`): start.sh renders their own install from it (CRDs, webhook
 # configurations, the manager's arguments and configuration).
+# scheduler-plugins v0.34.7 pins every k8s.io staging module at v0.34.7; the module proxy
+# refuses these nine at that version (403) and serves the next or an earlier v0.34 patch
+# release, which they are built with (API and scheduling code stay v0.34.7's).
+SCHEDULER_PLUGINS_REPLACES="k8s.io/cluster-bootstrap@v0.34.8 k8s.io/cri-client@v0.34.8 k8s.io/csi-translation-lib@v0.34.8 k8s.io/endpointslice@v0.34.8 k8s.io/externaljwt@v0.34.5 k8s.io/kube-aggregator@v0.34.8 k8s.io/kube-controller-manager@v0.34.8 k8s.io/kube-proxy@v0.34.5 k8s.io/sample-apiserver@v0.34.4"
 ADDONS=(
   "kwok|sigs.k8s.io/kwok@v0.8.0|./cmd/kwok|kwok|kustomize/stage|"
   "kuberay|github.com/ray-project/kuberay/ray-operator@v1.5.0|.|ray-operator|config/crd/bases|"
@@ -124,14 +129,16 @@ ADDONS=(
   "training-operator|github.com/kubeflow/training-operator@v1.8.1|./cmd/training-operator.v1|training-operator|manifests|"
   "trainer|github.com/kubeflow/trainer/v2@v2.3.0|./cmd/trainer-controller-manager|trainer-manager|manifests|"
   "mpi-operator|github.com/kubeflow/mpi-operator@v0.8.0|./cmd/mpi-operator|mpi-operator|manifests|"
+  "scheduler-plugins|sigs.k8s.io/scheduler-plugins@v0.34.7|./cmd/scheduler|scheduler-plugins-scheduler|config/crd/bases||$SCHEDULER_PLUGINS_REPLACES"
+  "scheduler-plugins-controller|sigs.k8s.io/scheduler-plugins@v0.34.7|./cmd/controller|scheduler-plugins-controller|||$SCHEDULER_PLUGINS_REPLACES"
   "crane|github.com/google/go-containerregistry@v0.20.6|./cmd/crane|crane||"
   "krew|sigs.k8s.io/krew@v0.4.3|./cmd/krew|kubectl-krew||"
   "validate-krew-manifest|sigs.k8s.io/krew@v0.4.3|./cmd/validate-krew-manifest|validate-krew-manifest||"
 )
 
-build_addon() { # NAME MODULE@VERSION PKG BINARY MANIFESTS TAGS
-  local name=$1 module=$2 pkg=$3 binary=$4 manifests=$5 tags=$6 want start tmp dir
-  want="$GO_VERSION $module $pkg $manifests${tags:+ tags=$tags}"
+build_addon() { # NAME MODULE@VERSION PKG BINARY MANIFESTS TAGS REPLACES
+  local name=$1 module=$2 pkg=$3 binary=$4 manifests=$5 tags=$6 replaces=$7 want start tmp dir src r
+  want="$GO_VERSION $module $pkg $manifests${tags:+ tags=$tags}${replaces:+ replace=$replaces}"
   if [ "${WLMAP_TESTBED_REBUILD:-0}" != 1 ] && [ -x "$BIN/$binary" ] && [ -d "$OUT/$name" ] \
     && [ "$(cat "$OUT/$name.stamp" 2>/dev/null)" = "$want" ]; then
     return 0
@@ -141,7 +148,18 @@ build_addon() { # NAME MODULE@VERSION PKG BINARY MANIFESTS TAGS
   dir="$(GOFLAGS="" go mod download -json "$module" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')"
   [ -n "$dir" ] && [ -f "$dir/go.mod" ] || die "go mod download $module failed"
   tmp="$(mktemp -d "$OUT/.$name.XXXXXX")"
-  (cd "$dir" && GOWORK=off GOFLAGS="-mod=readonly" "${NICE[@]}" go build -trimpath -ldflags "-s -w" \
+  src="$dir" mode="-mod=readonly"
+  if [ -n "$replaces" ]; then
+    # Versions the module proxy refuses (403), swapped for a neighbouring release of the same
+    # module in a writable copy of the module; Go then completes go.mod and go.sum (sums
+    # checked against the checksum database).
+    src="$tmp/src" mode="-mod=mod"
+    cp -r "$dir" "$src" && chmod -R u+w "$src"
+    for r in $replaces; do
+      (cd "$src" && go mod edit -replace "${r%@*}=$r") || { rm -rf "$tmp"; die "go mod edit -replace $r failed"; }
+    done
+  fi
+  (cd "$src" && GOWORK=off GOFLAGS="$mode" "${NICE[@]}" go build -trimpath -ldflags "-s -w" \
       ${tags:+-tags "$tags"} -o "$tmp/$binary" "$pkg") \
     || { rm -rf "$tmp"; die "go build $module $pkg failed"; }
   [ -x "$tmp/$binary" ] || { rm -rf "$tmp"; die "go build $module $pkg did not produce $binary"; }
@@ -165,7 +183,7 @@ else
   log "up to date: $BIN"
 fi
 for addon in "${ADDONS[@]}"; do
-  IFS='|' read -r name module pkg binary manifests tags <<<"$addon"
-  build_addon "$name" "$module" "$pkg" "$binary" "$manifests" "$tags"
+  IFS='|' read -r name module pkg binary manifests tags replaces <<<"$addon"
+  build_addon "$name" "$module" "$pkg" "$binary" "$manifests" "$tags" "$replaces"
 done
 echo "$BIN"

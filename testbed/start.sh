@@ -24,7 +24,9 @@
 #                              SCHEDULING): kuberay, jobset, lws, training-operator,
 #                              trainer (Kubeflow Trainer; it needs jobset too),
 #                              mpi-operator (MPIJob v2beta1; with training-operator, that one
-#                              runs without its MPIJob v1)
+#                              runs without its MPIJob v1), coscheduling (scheduler-plugins'
+#                              scheduler with the Coscheduling plugin, as the second scheduler
+#                              `scheduler-plugins-scheduler`, and its PodGroup controller)
 #   WLMAP_TESTBED_START_TIMEOUT  seconds to wait for readiness (default 120)
 #   WLMAP_TESTBED_KEEP=1       on failure keep DIR (logs) instead of removing it
 set -euo pipefail
@@ -44,8 +46,8 @@ SCHEDULING="${WLMAP_TESTBED_SCHEDULING:-0}"
 OPERATORS="${WLMAP_TESTBED_OPERATORS:-}"
 for op in ${OPERATORS//,/ }; do
   case "$op" in
-    kuberay|jobset|lws|training-operator|trainer|mpi-operator) ;;
-    *) die "unknown operator $op (known: kuberay, jobset, lws, training-operator, trainer, mpi-operator)" ;;
+    kuberay|jobset|lws|training-operator|trainer|mpi-operator|coscheduling) ;;
+    *) die "unknown operator $op (known: kuberay, jobset, lws, training-operator, trainer, mpi-operator, coscheduling)" ;;
   esac
 done
 case ",$OPERATORS," in *,trainer,*)
@@ -633,6 +635,66 @@ case ",$OPERATORS," in *,mpi-operator,*)
   ;;
 esac
 
+# scheduler-plugins (sigs.k8s.io/scheduler-plugins): its scheduler, a kube-scheduler with
+# the Coscheduling plugin configured as upstream's manifests/coscheduling/scheduler-config.yaml
+# does, as a second scheduler of its own name beside the default one, and its controller,
+# which keeps the PodGroups' status. The PodGroup CRD is the module's. Both talk to the API
+# server as the admin (upstream's install gives them a ClusterRole of their own).
+COSCHEDULING_PIDS=""
+case ",$OPERATORS," in *,coscheduling,*)
+  for b in scheduler-plugins-scheduler scheduler-plugins-controller; do
+    [ -x "$BIN/$b" ] || die "missing $BIN/$b (run testbed/build.sh)"
+  done
+  "${KC[@]}" apply --server-side --force-conflicts \
+    -f "$(dirname "$BIN")/scheduler-plugins/scheduling.x-k8s.io_podgroups.yaml" \
+    >>"$DIR/logs/setup.log" 2>&1 || die "applying the PodGroup CRD of scheduler-plugins failed (see $DIR/logs/setup.log)"
+  wait_established crd/podgroups.scheduling.x-k8s.io || die "PodGroup CRD (scheduling.x-k8s.io) not established"
+  mkdir -p "$DIR/coscheduling"
+  cat >"$DIR/coscheduling/config.yaml" <<CONFIG
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+leaderElection:
+  leaderElect: false
+clientConnection:
+  kubeconfig: "$KUBECONFIG_ADMIN"
+profiles:
+- schedulerName: scheduler-plugins-scheduler
+  plugins:
+    multiPoint:
+      enabled:
+      - name: Coscheduling
+    queueSort:
+      enabled:
+      - name: Coscheduling
+      disabled:
+      - name: "*"
+  pluginConfig:
+  - name: Coscheduling
+    args:
+      permitWaitingTimeSeconds: 10
+CONFIG
+  # The Coscheduling plugin asks to hear only of pods and PodGroups added or changed, so pods
+  # it turned away for want of room are not retried when a node joins, only after the
+  # scheduler's longest wait for unschedulable pods (5 min by default): 10 s here.
+  launch scheduler-plugins-scheduler "$BIN/scheduler-plugins-scheduler" \
+    --config="$DIR/coscheduling/config.yaml" --bind-address=127.0.0.1 --secure-port=0 --v=1 \
+    --pod-max-in-unschedulable-pods-duration=10s
+  read -r cos_metrics cos_probe < <(free_ports 2)
+  KUBECONFIG="$KUBECONFIG_ADMIN" launch scheduler-plugins-controller "$BIN/scheduler-plugins-controller" \
+    --metricsAddr="127.0.0.1:$cos_metrics" --probeAddr="127.0.0.1:$cos_probe"
+  end=$(deadline)
+  until curl -fsS "http://127.0.0.1:$cos_probe/readyz" >/dev/null 2>&1; do
+    alive scheduler-plugins-scheduler
+    alive scheduler-plugins-controller
+    [ "$(date +%s)" -lt "$end" ] || die "the scheduler-plugins controller is not ready after ${TIMEOUT}s"
+    sleep 0.3
+  done
+  alive scheduler-plugins-scheduler
+  COSCHEDULING_PIDS="$(cat "$DIR/pids/scheduler-plugins-scheduler.pid") $(cat "$DIR/pids/scheduler-plugins-controller.pid")"
+  log "scheduler-plugins scheduler (scheduler-plugins-scheduler) and controller ready"
+  ;;
+esac
+
 JOBSET_PID="${OPERATOR_PID[jobset]:-}"
 LWS_PID="${OPERATOR_PID[lws]:-}"
 TRAINING_OPERATOR_PID="${OPERATOR_PID[training-operator]:-}"
@@ -665,6 +727,7 @@ WLMAP_TESTBED_LWS_PID=$LWS_PID
 WLMAP_TESTBED_TRAINING_OPERATOR_PID=$TRAINING_OPERATOR_PID
 WLMAP_TESTBED_TRAINER_PID=$TRAINER_PID
 WLMAP_TESTBED_MPI_OPERATOR_PID=$MPI_OPERATOR_PID
+WLMAP_TESTBED_COSCHEDULING_PIDS="$COSCHEDULING_PIDS"
 WLMAP_TESTBED_SCHEDULER_PID=$SCHEDULER_PID
 WLMAP_TESTBED_KWOK_PID=$KWOK_PID
 WLMAP_TESTBED_KUBERAY_PID=$KUBERAY_PID

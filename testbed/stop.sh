@@ -43,7 +43,7 @@ stop_one() { # NAME
   rm -f "$pidfile"
 }
 
-for name in mpi-operator trainer-manager training-operator jobset-manager lws-manager ray-operator kwok kube-scheduler kube-controller-manager kube-apiserver etcd; do
+for name in scheduler-plugins-controller scheduler-plugins-scheduler mpi-operator trainer-manager training-operator jobset-manager lws-manager ray-operator kwok kube-scheduler kube-controller-manager kube-apiserver etcd; do
   stop_one "$name"
 done
 

@@ -393,6 +393,7 @@ pub fn operator_crds(name: &str) -> Vec<PathBuf> {
         "kuberay" => "",
         "training-operator" => "base/crds",
         "trainer" => "base/crds",
+        "scheduler-plugins" => "",
         other => panic!("no CRDs known for operator {other}"),
     };
     let dir = Path::new(&bin).join("..").join(name).join(bases);

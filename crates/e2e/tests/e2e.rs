@@ -50,14 +50,22 @@ fn against_a_real_api_server() {
     let tb = Testbed::from_env();
 
     // Phase 1: framework CRDs (so pruning and validation are real): the operators' own, from
-    // their modules, and the gang schedulers' PodGroups from testbed/crds.
+    // their modules (scheduler-plugins' PodGroup among them), and the KAI and Volcano
+    // PodGroups from testbed/crds (their modules are not served: written from their types).
     for e in std::fs::read_dir(testbed_crds())
         .expect("crds")
         .filter_map(|e| e.ok())
     {
         tb.apply_file(&e.path());
     }
-    let operators = ["jobset", "lws", "kuberay", "training-operator", "trainer"];
+    let operators = [
+        "jobset",
+        "lws",
+        "kuberay",
+        "training-operator",
+        "trainer",
+        "scheduler-plugins",
+    ];
     for crd in operators.into_iter().flat_map(operator_crds) {
         tb.apply_server_side(&crd);
     }
