@@ -527,16 +527,7 @@ fn an_lws_is_ganged_per_group_on_coscheduling() {
         "wlmap-coslws",
         &["--scheduler", "coscheduling"],
     );
-    let template = json!({"spec": {"schedulerName": "scheduler-plugins-scheduler",
-        "nodeSelector": {"wlmap.test/pool": "coslws"}, "containers": [gpu_container(2)]}});
-    let lws = json!({"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
-        "metadata": {"name": "serve", "namespace": ns},
-        "spec": {"replicas": 2, "leaderWorkerTemplate": {"size": 4,
-            "leaderTemplate": template, "workerTemplate": template}}});
-    tb.kubectl(&["create", "-f", "-"], Some(&lws.to_string()));
-    tb.wait_for("eight pods made by the LWS controller", 120, || {
-        tb.pods(ns).len() == 8
-    });
+    serve_lws(&tb, ns, "coslws", Some("scheduler-plugins-scheduler"));
     let groups = ["serve-group-group-0", "serve-group-group-1"];
     let group = |g: &str| {
         tb.get_json(&[
@@ -564,17 +555,11 @@ fn an_lws_is_ganged_per_group_on_coscheduling() {
     for g in groups {
         assert_eq!(group(g)["spec"]["minMember"], 4, "{}", group(g));
     }
-    for p in tb.pods(ns) {
-        let index = p["metadata"]["labels"]["leaderworkerset.sigs.k8s.io/group-index"]
-            .as_str()
-            .expect("the LWS webhook's group label")
-            .to_string();
-        assert_eq!(
-            p["metadata"]["labels"]["scheduling.x-k8s.io/pod-group"],
-            format!("serve-group-group-{index}"),
-            "{p}"
-        );
-    }
+    each_pod_in_its_lws_group(
+        &tb,
+        ns,
+        |p| &p["metadata"]["labels"]["scheduling.x-k8s.io/pod-group"],
+    );
     says_why_it_waits(&tb, ns, "lws/serve", 8);
     assert_eq!(
         bound(&tb, ns),
@@ -582,6 +567,40 @@ fn an_lws_is_ganged_per_group_on_coscheduling() {
         "6 GPUs hold three pods of a group, and a gang of 4 binds none"
     );
     room_then_running(&tb, ns, ("coslws-gpu-1", "coslws", 10), 8);
+}
+
+/// An LWS `serve` of two groups of four 2-GPU pods on the nodes of `pool`, for `scheduler`
+/// (the default one unless named), created and its eight pods made by the LWS controller.
+fn serve_lws(tb: &Testbed, ns: &str, pool: &str, scheduler: Option<&str>) {
+    let mut spec =
+        json!({"nodeSelector": {"wlmap.test/pool": pool}, "containers": [gpu_container(2)]});
+    if let Some(s) = scheduler {
+        spec["schedulerName"] = json!(s);
+    }
+    let template = json!({"spec": spec});
+    let lws = json!({"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
+        "metadata": {"name": "serve", "namespace": ns},
+        "spec": {"replicas": 2, "leaderWorkerTemplate": {"size": 4,
+            "leaderTemplate": template, "workerTemplate": template}}});
+    tb.kubectl(&["create", "-f", "-"], Some(&lws.to_string()));
+    tb.wait_for("eight pods made by the LWS controller", 120, || {
+        tb.pods(ns).len() == 8
+    });
+}
+
+/// Every pod of the LWS in `ns` names its own group's gang (`serve-group-group-INDEX`, INDEX
+/// from the LWS webhook's label) where the scheduler format reads it (`field`).
+fn each_pod_in_its_lws_group(tb: &Testbed, ns: &str, field: fn(&Value) -> &Value) {
+    for p in tb.pods(ns) {
+        let index = p["metadata"]["labels"]["leaderworkerset.sigs.k8s.io/group-index"]
+            .as_str()
+            .expect("the LWS webhook's group label");
+        assert_eq!(
+            field(&p),
+            &json!(format!("serve-group-group-{index}")),
+            "{p}"
+        );
+    }
 }
 
 /// Every pod of `ns` names `group` (the webhook put it there).
@@ -803,16 +822,7 @@ fn an_lws_of_the_real_operator_gangs_each_group() {
     tb.namespace(ns);
     tb.add_node("ctllws-gpu-0", "ctllws", 6);
     let _ctl = Controller::start(&tb, "lws", "wlmap-lws");
-    let template = json!({"spec": {"nodeSelector": {"wlmap.test/pool": "ctllws"},
-        "containers": [gpu_container(2)]}});
-    let lws = json!({"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
-        "metadata": {"name": "serve", "namespace": ns},
-        "spec": {"replicas": 2, "leaderWorkerTemplate": {"size": 4,
-            "leaderTemplate": template, "workerTemplate": template}}});
-    tb.kubectl(&["create", "-f", "-"], Some(&lws.to_string()));
-    tb.wait_for("eight pods made by the LWS controller", 120, || {
-        tb.pods(ns).len() == 8
-    });
+    serve_lws(&tb, ns, "ctllws", None);
     tb.wait_for("a PodGroup of four per group", 60, || {
         pod_groups(&tb, ns) == ["serve-group-group-0", "serve-group-group-1"]
     });
@@ -823,17 +833,7 @@ fn an_lws_of_the_real_operator_gangs_each_group() {
             "{group}"
         );
     }
-    for p in tb.pods(ns) {
-        let index = p["metadata"]["labels"]["leaderworkerset.sigs.k8s.io/group-index"]
-            .as_str()
-            .expect("the LWS webhook's group label")
-            .to_string();
-        assert_eq!(
-            p["spec"]["schedulingGroup"]["podGroupName"],
-            format!("serve-group-group-{index}"),
-            "{p}"
-        );
-    }
+    each_pod_in_its_lws_group(&tb, ns, |p| &p["spec"]["schedulingGroup"]["podGroupName"]);
     held_back(
         &tb,
         ns,
