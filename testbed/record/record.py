@@ -126,13 +126,12 @@ def judge_job(o):
     # when it has acted on a resume. A Job created suspended has no pod: Suspended.
     if spec.get("suspend"):
         return "Suspended" if active == 0 and terminating == 0 else "Suspending"
-    # Resumed in the spec, the controller has not acted yet: still Suspended; once it has
-    # acted (Suspended=False, reason JobResumed) the Job starts like a new one: Initializing.
-    # The Job controller reports no resuming phase of its own; this follows the shared corpus's
-    # reading of the same moments of an MPIJob (kubeflow/v1.34.0/.../resumed.yaml: Suspended,
-    # then Initializing).
+    # Resumed in the spec, the controller has not acted yet (Suspended still True): the
+    # vocabulary's Resuming, the moment it names. Once the controller has acted (job_controller.go
+    # syncJob: Suspended=False, reason JobResumed, a new startTime) the Job starts like a new
+    # one: Initializing.
     if cond_is(o, "Suspended"):
-        return "Suspended"
+        return "Resuming"
     succeeded = (st.get("succeeded") or 0) + len(
         (st.get("uncountedTerminatedPods") or {}).get("succeeded") or [])
     ready = st.get("ready") or 0
@@ -144,6 +143,14 @@ def judge_job(o):
     # does not hold (the failed index is not retried); the Job is neither failed yet nor
     # healthy.
     if st.get("failedIndexes") and started:
+        return "Degraded"
+    # A pod failed and the Job goes on (no terminal condition yet: backoffLimit not reached):
+    # the controller replaces it (README: a failed pod of a Job being replaced is Degraded).
+    # status.failed counts failed pods, uncountedTerminatedPods.failed those not yet counted
+    # (types.go JobStatus).
+    failed = (st.get("failed") or 0) + len(
+        (st.get("uncountedTerminatedPods") or {}).get("failed") or [])
+    if failed > 0:
         return "Degraded"
     # Work going on: a pod is ready or work is done (README: a batch workload whose work goes
     # on is Running until its controller says Completed or Failed). status.ready counts active
@@ -210,9 +217,13 @@ def judge_statefulset(o):
     # pkg/controller/statefulset/stateful_set_utils.go completeUpdate: currentRevision becomes
     # updateRevision once updatedReplicas == readyReplicas == replicas == spec.replicas.
     # status.replicas > spec.replicas: pods still being removed (scaling down).
+    # status.currentReplicas counts pods at currentRevision; availableReplicas those ready for
+    # minReadySeconds (stateful_set_control.go computeReplicaStatus).
     at_revision = (updated >= want - partition if partition
-                   else st.get("currentRevision") == st.get("updateRevision"))
-    if ready == want and have == want and at_revision and (
+                   else st.get("currentRevision") == st.get("updateRevision")
+                   and (st.get("currentReplicas") or 0) >= want)
+    available = st.get("availableReplicas", ready) or 0
+    if ready == want and have == want and available >= want and at_revision and (
             strategy.get("type", "RollingUpdate") != "RollingUpdate" or updated >= want - partition):
         return "Running"
     return "Initializing"  # starting, scaling up or down, rolling out

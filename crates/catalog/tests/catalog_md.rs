@@ -159,6 +159,7 @@ fn render() -> String {
     // Written by hand from `scripts/go-catalog-diff.py` (the Go definitions it reads are not in
     // this repository, so no test can run it).
     s.push('\n');
+    s.push_str(&reader_differences());
     s.push_str(&std::fs::read_to_string(root.join("GO-DIFFERENCES.md")).unwrap_or_default());
     s
 }
@@ -213,6 +214,36 @@ fn updates(kartas: &[(&str, wlmap_schema::Karta)]) -> String {
             result
         );
     }
+    s
+}
+
+/// The cases of other status readers where wlmap reads another class, and why
+/// (`crates/catalog/readers/cases.yaml`, checked by tests/readers.rs).
+fn reader_differences() -> String {
+    let mut s = String::from(
+        "\n## Differences from other status readers\n\nTest cases of kstatus (sigs.k8s.io/cli-utils) and of Argo CD's health checks, read by the\ncatalog (`crates/catalog/readers/cases.yaml`, every case checked by `tests/readers.rs`). Where\nwlmap's word falls in another class than the reader's (kstatus Current / InProgress / Failed;\nArgo CD Healthy / Progressing / Degraded / Suspended / Unknown), the reason:\n\n| Reader | Case | Kind | It says | wlmap | Why |\n| --- | --- | --- | --- | --- | --- |\n",
+    );
+    let cases = common::reader_cases();
+    for c in cases.iter().filter(|c| c.why.is_some()) {
+        let reader = if c.reader == "argo" {
+            "Argo CD"
+        } else {
+            "kstatus"
+        };
+        let kind = c.object.get("kind").and_then(|k| k.as_str()).unwrap_or("");
+        let why = c.why.as_deref().unwrap_or("").replace('|', "\\|");
+        let _ = writeln!(
+            s,
+            "| {reader} | {} | {kind} | {} | {} | {why} |",
+            c.case, c.says, c.wlmap
+        );
+    }
+    let _ = writeln!(
+        s,
+        "\n{} of {} cases fall in the same class.\n",
+        cases.iter().filter(|c| c.why.is_none()).count(),
+        cases.len()
+    );
     s
 }
 

@@ -24,13 +24,87 @@ fn num(v: &Value) -> f64 {
     v.as_f64().unwrap_or(f64::NAN)
 }
 
+/// The keys `expected.yaml` may hold, at the top and in its nested mappings: a key outside
+/// them (a misspelling) would otherwise check nothing, silently.
+const TOP_KEYS: &[&str] = &[
+    "status",
+    "grounds",
+    "desiredPods",
+    "gpus",
+    "observedPods",
+    "readyPods",
+    "components",
+    "pods",
+    "unattributed",
+    "gangs",
+];
+const NESTED_KEYS: &[(&str, &[&str])] = &[
+    ("status", &["phase", "phases"]),
+    ("components", &["path", "replicas", "desiredPods"]),
+    ("gangs", &["name", "minMember"]),
+];
+
+/// What is wrong with the shape of an `expected.yaml`: empty, not a mapping, or a key the
+/// runner does not read.
+fn shape_errors(expected: &Value) -> Vec<String> {
+    let Some(top) = expected.as_object().filter(|m| !m.is_empty()) else {
+        return vec!["expected.yaml is empty or not a mapping".into()];
+    };
+    let unknown = |m: &serde_json::Map<String, Value>, allowed: &[&str], at: &str| {
+        m.keys()
+            .filter(|k| !allowed.contains(&k.as_str()))
+            .map(|k| format!("expected.yaml: unknown key `{at}{k}`"))
+            .collect::<Vec<_>>()
+    };
+    let mut errs = unknown(top, TOP_KEYS, "");
+    for (key, allowed) in NESTED_KEYS {
+        let items = match top.get(*key) {
+            Some(Value::Array(a)) => a.iter().collect(),
+            Some(v) => vec![v],
+            None => vec![],
+        };
+        for item in items {
+            match item.as_object() {
+                Some(m) => errs.extend(unknown(m, allowed, &format!("{key}."))),
+                None => errs.push(format!("expected.yaml: `{key}` holds a non-mapping {item}")),
+            }
+        }
+    }
+    if !top.contains_key("status") {
+        errs.push("expected.yaml: no `status`".into());
+    }
+    errs
+}
+
+#[test]
+fn a_misspelled_or_empty_expected_file_is_refused() {
+    assert_eq!(shape_errors(&Value::Null).len(), 1);
+    assert_eq!(shape_errors(&serde_json::json!({})).len(), 1);
+    let typo = serde_json::json!({"status": {"phase": "Running", "phses": ["Running"]},
+        "desiredpods": 3, "components": [{"path": "a", "replica": 1}]});
+    assert_eq!(
+        shape_errors(&typo),
+        [
+            "expected.yaml: unknown key `desiredpods`",
+            "expected.yaml: unknown key `status.phses`",
+            "expected.yaml: unknown key `components.replica`",
+        ]
+    );
+    assert!(
+        shape_errors(&serde_json::json!({"status": {"phase": "Running"}, "gpus": 4})).is_empty()
+    );
+}
+
 fn check_case(reg: &wlmap_engine::Registry, dir: &Path, slug: &str) -> Vec<String> {
-    let mut errs = Vec::new();
     let objects: Vec<Object> = objects(dir);
     let expected = load_yaml(&dir.join("expected.yaml"))
         .into_iter()
         .next()
         .unwrap_or(Value::Null);
+    let mut errs = shape_errors(&expected);
+    if !errs.is_empty() {
+        return errs;
+    }
     let Some(def) = reg.by_name(slug) else {
         return vec![format!("no catalog definition named {slug}")];
     };

@@ -35,8 +35,14 @@ pub fn read_input(path: &Path) -> Result<String> {
 }
 
 /// Parse YAML or JSON documents, flattening `List` objects; every document must be an object.
+/// A repeated mapping key is read as kubectl reads it (the later value), with a warning.
 pub fn parse_documents(text: &str, name: &str) -> Result<Vec<Value>> {
-    wlmap_schema::decode_objects(text, name).map_err(|e| invalid(e.to_string()))
+    let (objects, repeated) =
+        wlmap_schema::decode_objects_warned(text, name).map_err(|e| invalid(e.to_string()))?;
+    for r in repeated {
+        eprintln!("wlmap: warning: {r}");
+    }
+    Ok(objects)
 }
 
 impl ObjectSet {

@@ -1185,3 +1185,57 @@ fn a_workload_the_scheduler_cannot_place_says_why() {
     );
     assert!(!running.contains("Waiting:"), "{running}");
 }
+
+/// kubectl applies a manifest that repeats a key (the API server warns of a duplicate field);
+/// wlmap reads it too, with the later value, and names the key and its line on stderr.
+#[test]
+fn a_repeated_key_in_a_manifest_is_read_with_a_warning() {
+    let pod = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: first\n  namespace: ml\n  name: second\nspec:\n  containers: [{name: c, image: x}]\nstatus: {phase: Running}\n";
+    let out = wlmap_stdin(&["describe", "-f", "-", "-o", "json"], pod);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(json(&out)["name"], "second");
+    assert_eq!(
+        stderr(&out),
+        "wlmap: warning: -:6:3: key \"name\" is repeated; the later value is used\n"
+    );
+}
+
+/// A workload that waits says why in its status: an unplaced Pod carries the scheduler's
+/// reason and message, and a JobSet whose Jobs are active but whose pods are all Pending reads
+/// Initializing (its own counters say Running), with the reason that overrules them.
+#[test]
+fn a_waiting_workload_says_why_in_its_status() {
+    let pod = fixture("core-pod-v1/initializing");
+    let v = json(&wlmap(&[
+        "describe",
+        "-f",
+        pod.to_str().expect("utf8"),
+        "-o",
+        "json",
+    ]));
+    assert_eq!(v["status"]["phase"], "Initializing");
+    assert_eq!(v["status"]["reason"], "Unschedulable");
+    assert!(
+        v["status"]["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("Insufficient nvidia.com/gpu"),
+        "{v}"
+    );
+    let held = fixture("jobset-x-k8s-io-jobset-v1alpha2/pods-pending");
+    let v = json(&wlmap(&[
+        "describe",
+        "-f",
+        held.to_str().expect("utf8"),
+        "-o",
+        "json",
+    ]));
+    assert_eq!(v["status"]["phase"], "Initializing");
+    assert_eq!(v["status"]["reason"], "PodsPending");
+    assert_eq!(v["resources"]["gpus"], 12.0);
+    // The same JobSet without its pods: only its counters speak, and they say Running.
+    let text = std::fs::read_to_string(&held).expect("fixture");
+    let root = text.split("\n---").next().expect("root");
+    let v = json(&wlmap_stdin(&["describe", "-f", "-", "-o", "json"], root));
+    assert_eq!(v["status"]["phase"], "Running");
+}

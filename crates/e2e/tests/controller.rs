@@ -675,6 +675,23 @@ fn says_why_it_waits(tb: &Testbed, ns: &str, target: &str, n: usize) {
         .unwrap_or_default();
     let pods: u64 = waiting.iter().filter_map(|w| w["pods"].as_u64()).sum();
     assert_eq!(pods, n as u64, "{waiting:?}");
+    // A held gang does not run, whatever its own counters say: a JobSet counts a Job with a
+    // pending pod as active, and wlmap reads the pods over it.
+    assert_eq!(
+        items["items"][0]["status"]["phase"], "Initializing",
+        "{items}"
+    );
+    if target.starts_with("jobset/") {
+        tb.wait_for(
+            "the JobSet's active Jobs overruled by its Pending pods",
+            60,
+            || {
+                let v = json(&tb.wlmap(&["get", target, "-n", ns, "-o", "json"]));
+                let status = &v["items"][0]["status"];
+                status["phase"] == "Initializing" && status["reason"] == "PodsPending"
+            },
+        );
+    }
 }
 
 /// A node (name, pool, GPUs) joins, then all `n` pods of `ns` bind and run.

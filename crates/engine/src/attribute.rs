@@ -152,6 +152,7 @@ pub fn attribute_indexed<'a>(
     // A Pod workload is its own pod.
     if root.is_pod() {
         w.root.pods.push(PodInfo::from_pod(root, &gpu));
+        w.settle_status();
         return Ok(());
     }
     let vars = reference_values(def, root, &crate::resolve::NoReferences)?;
@@ -171,6 +172,7 @@ pub fn attribute_indexed<'a>(
             w.unattributed.push(info);
         }
     }
+    w.settle_status();
     Ok(())
 }
 

@@ -6,7 +6,7 @@ use crate::definition::{Definition, SpecShape};
 use crate::error::{Error, Result};
 use crate::object::Object;
 use crate::resources::{GpuPolicy, Resources, pod_request};
-use crate::status::{Status, evaluate};
+use crate::status::{Phase, Status, evaluate};
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 use std::sync::Arc;
@@ -304,6 +304,10 @@ pub struct Workload {
     /// True once pods were attributed (observed counts are meaningful): see
     /// [`Workload::pods_observed`].
     pub(crate) pods_observed: bool,
+    /// The definition's own reading, kept while the pods overrule it (see
+    /// [`Workload::settle_status`]).
+    #[serde(skip)]
+    pub(crate) overruled: Option<Box<Status>>,
 }
 
 impl Workload {
@@ -334,7 +338,70 @@ impl Workload {
         fresh.replica = held.replica.take();
         let changed = fresh != *held;
         *held = fresh;
-        Some(changed)
+        Some(self.settle_status() | changed)
+    }
+
+    /// Let the pods overrule a Running that the definition reads from counters which cannot
+    /// tell a pending pod from a running one (a JobSet's `active` Jobs, a Job's `active` pods):
+    /// a workload read as Running whose pods are all Pending is Initializing, with reason
+    /// [`PODS_PENDING`]. Once a pod leaves Pending, or the pods are no longer shown, the
+    /// definition's reading is back. Returns whether the status changed. Called after every
+    /// change to the pods ([`crate::attribute`], [`Workload::refresh_pod`]).
+    ///
+    /// ```
+    /// # let def = wlmap_engine::Definition::compile(wlmap_schema::Karta::example(), wlmap_engine::Origin::Catalog).unwrap();
+    /// use wlmap_engine::Phase;
+    /// let pod = |phase: &str| wlmap_engine::Object::new(serde_json::json!({"apiVersion": "v1", "kind": "Pod",
+    ///     "metadata": {"name": "p", "uid": "u"}, "spec": {}, "status": {"phase": phase}}));
+    /// // The example definition reads Running from the phase; its pod says Pending.
+    /// let mut w = wlmap_engine::resolve(&def, &pod("Running")).unwrap();
+    /// w.root.pods.push(wlmap_engine::PodInfo::from_pod(&pod("Pending"), &Default::default()));
+    /// assert!(!w.settle_status()); // pods not attributed: the definition's reading stands
+    /// wlmap_engine::attribute(&def, &mut w, &pod("Running"), &[]).unwrap();
+    /// w.root.pods = vec![wlmap_engine::PodInfo::from_pod(&pod("Pending"), &Default::default())];
+    /// assert!(w.settle_status());
+    /// assert_eq!((w.status.phase, w.status.reason.as_deref()), (Phase::Initializing, Some("PodsPending")));
+    /// assert_eq!(w.refresh_pod(&pod("Running")), Some(true));
+    /// assert_eq!(w.status.phase, Phase::Running);
+    /// ```
+    pub fn settle_status(&mut self) -> bool {
+        let pods = self.root.all_pods().chain(self.unattributed.iter());
+        let (mut n, mut pending) = (0usize, 0usize);
+        for p in pods {
+            n += 1;
+            pending += usize::from(p.phase == "Pending");
+        }
+        let all_pending = self.pods_observed && n > 0 && pending == n;
+        match (self.overruled.take(), all_pending) {
+            (None, true) if self.status.phase == Phase::Running => {
+                let read = self.status.clone();
+                let status = &mut self.status;
+                status.phase = Phase::Initializing;
+                status.phases = Phase::PRECEDENCE
+                    .into_iter()
+                    .filter(|p| {
+                        *p == Phase::Initializing
+                            || (*p != Phase::Running && read.phases.contains(p))
+                    })
+                    .collect();
+                status.reason = Some(PODS_PENDING.into());
+                status.message = Some(pods_pending_message(n));
+                self.overruled = Some(Box::new(read));
+                true
+            }
+            (Some(read), true) => {
+                let message = pods_pending_message(n);
+                let changed = self.status.message.as_deref() != Some(message.as_str());
+                self.status.message = Some(message);
+                self.overruled = Some(read);
+                changed
+            }
+            (Some(read), false) => {
+                self.status = *read;
+                true
+            }
+            (None, _) => false,
+        }
     }
 
     /// Whether pods were attributed, so that observed and ready counts mean something (a
@@ -357,6 +424,7 @@ impl Workload {
     /// ```
     pub fn spec_only(&mut self) {
         self.pods_observed = false;
+        self.settle_status();
     }
 
     /// The components that could not be read from the object, each with its error: a partial
@@ -550,7 +618,18 @@ pub fn resolve_with(
         root,
         unattributed: Vec::new(),
         pods_observed: false,
+        overruled: None,
     })
+}
+
+/// The reason a status carries when the pods overrule the definition's Running
+/// ([`Workload::settle_status`]).
+pub const PODS_PENDING: &str = "PodsPending";
+
+fn pods_pending_message(pods: usize) -> String {
+    format!(
+        "all {pods} pod(s) are Pending: the workload's own status counts them as active, none has started"
+    )
 }
 
 /// Values of `$parentInstance` (null at the root) and every reference.

@@ -178,12 +178,51 @@ pub(crate) fn yaml_error(e: &serde_saphyr::Error, file: &str) -> Error {
     let location = e
         .location()
         .map(|l| Location::new(file, l.line(), l.column()));
-    let mut message = e.to_string();
-    // serde-saphyr appends " at line X column Y"; the location is carried separately.
+    // The user-facing wording: the library's default one gives advice to programmers
+    // ("set DuplicateKeyPolicy in Options"). It appends " at line X column Y"; the location is
+    // carried separately.
+    let mut message = budget_words(e)
+        .unwrap_or_else(|| e.render_with_formatter(&serde_saphyr::UserMessageFormatter));
     if let Some(i) = message.find(" at line ") {
         message.truncate(i);
     }
     Error::Decode { location, message }
+}
+
+/// A reading budget that a text breaks (an alias bomb, nesting too deep), in wlmap's words:
+/// the library's own shows its internal counters as Rust values.
+fn budget_words(e: &serde_saphyr::Error) -> Option<String> {
+    use serde_saphyr::Error as E;
+    use serde_saphyr::budget::BudgetBreach as B;
+    // The breach may come wrapped: with a snippet, or with the aliases that led to it.
+    let mut e = e.without_snippet();
+    while let E::AliasError { error, .. } | E::WithSnippet { error, .. } = e {
+        e = error;
+    }
+    let what = match e {
+        E::Budget { breach, .. } => match breach {
+            B::Events { events: n } => format!("{n} parser events"),
+            B::Aliases { aliases: n } => format!("{n} aliases"),
+            B::Anchors { anchors: n } => format!("{n} anchors"),
+            B::Depth { depth: n } => format!("{n} levels of nesting"),
+            B::Documents { documents: n } => format!("{n} documents"),
+            B::Nodes { nodes: n } => format!("{n} nodes"),
+            B::ScalarBytes {
+                total_scalar_bytes: n,
+            } => format!("{n} bytes of values"),
+            B::MergeKeys { merge_keys: n } => format!("{n} merge keys"),
+            B::InputBytes { input_bytes: n } => format!("{n} bytes"),
+            _ => "its size".to_string(),
+        },
+        E::AliasReplayCounterOverflow { .. }
+        | E::AliasReplayLimitExceeded { .. }
+        | E::AliasExpansionLimitExceeded { .. }
+        | E::AliasReplayStackDepthExceeded { .. } => "the aliases it expands".to_string(),
+        _ => return None,
+    };
+    Some(format!(
+        "YAML document too large or too complex: over the reading budget at {what}"
+    ))
 }
 
 pub(crate) fn json_error(e: &serde_json::Error, file: &str) -> Error {

@@ -43,6 +43,6 @@ pub use crd::karta_crd;
 pub use decode::{decode, decode_one, decode_with_saphyr, options as yaml_options};
 pub use error::{Error, Result};
 pub use location::{Location, Source};
-pub use objects::decode_objects;
+pub use objects::{RepeatedKey, decode_objects, decode_objects_warned};
 pub use types::*;
 pub use validate::{FieldRef, Finding, Severity, validate};

@@ -113,3 +113,60 @@ pub fn collect_expressions(v: &Value, out: &mut Vec<String>) {
         _ => {}
     }
 }
+
+/// One test case of another status reader (`readers/cases.yaml`).
+pub struct ReaderCase {
+    /// `kstatus` or `argo`.
+    pub reader: String,
+    /// The case's name in that reader's tests (or `(code)` when read from its rules).
+    pub case: String,
+    /// What that reader says.
+    pub says: String,
+    /// What wlmap reads.
+    pub wlmap: String,
+    /// Why wlmap reads it otherwise, when the two fall in different classes.
+    pub why: Option<String>,
+    /// The object.
+    pub object: Value,
+}
+
+/// Every case of `readers/cases.yaml`.
+pub fn reader_cases() -> Vec<ReaderCase> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("readers/cases.yaml");
+    let docs = load_yaml(&path);
+    let items = docs[0].as_array().expect("a list of cases");
+    let text = |v: &Value, k: &str| {
+        v.get(k)
+            .and_then(Value::as_str)
+            .unwrap_or_else(|| panic!("case {v}: no `{k}`"))
+            .to_string()
+    };
+    items
+        .iter()
+        .map(|v| ReaderCase {
+            reader: text(v, "reader"),
+            case: text(v, "case"),
+            says: text(v, "says"),
+            wlmap: text(v, "wlmap"),
+            why: v.get("why").and_then(Value::as_str).map(str::to_string),
+            object: v.get("object").cloned().expect("object"),
+        })
+        .collect()
+}
+
+/// The words of wlmap's vocabulary that fall in the class of what another reader says:
+/// kstatus's Current, InProgress and Failed; Argo CD's Healthy, Progressing, Degraded,
+/// Suspended and Unknown.
+pub fn same_class(reader: &str, says: &str) -> &'static [&'static str] {
+    match (reader, says) {
+        ("kstatus", "Current") => &["Running", "Completed", "Suspended"],
+        ("kstatus", "InProgress") => &["Initializing", "Suspending", "Resuming"],
+        ("kstatus", "Failed") => &["Failed"],
+        ("argo", "Healthy") => &["Running", "Completed"],
+        ("argo", "Progressing") => &["Initializing", "Suspending", "Resuming"],
+        ("argo", "Degraded") => &["Degraded", "Failed"],
+        ("argo", "Suspended") => &["Suspended"],
+        ("argo", "Unknown") => &["Undefined"],
+        _ => panic!("unknown reader word {reader} {says}"),
+    }
+}
