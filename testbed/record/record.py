@@ -240,6 +240,10 @@ def judge_raycluster(o):
     # false, and status.state "suspended" only when suspend is set and no pod is left.
     if cond_is(o, "RayClusterSuspended"):
         return "Suspended" if suspend else "Resuming"
+    # A cluster created suspended never had a pod (RayClusterProvisioned, set True once when
+    # its pods first all run, never was): Suspended from the start.
+    if suspend and not cond_is(o, "RayClusterProvisioned") and st.get("state") != "ready":
+        return "Suspended"
     if suspend:
         return "Suspended" if st.get("state") == "suspended" else "Suspending"
     if cond_is(o, "RayClusterSuspending"):

@@ -64,6 +64,10 @@ pub struct Global {
     /// Extra definitions (file or directory of YAML/JSON); they override built-in and cluster ones.
     #[arg(long, global = true, value_name = "FILE|DIR")]
     pub definitions: Vec<PathBuf>,
+    /// Use definitions marked experimental (`spec.experimental: true`) too; without it they
+    /// are listed by `wlmap definitions` but not used.
+    #[arg(long, global = true)]
+    pub experimental: bool,
     /// Output format.
     #[arg(short = 'o', long, global = true, value_enum)]
     pub output: Option<Output>,

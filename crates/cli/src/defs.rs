@@ -6,10 +6,17 @@ use wlmap_engine::{Definition, Origin, Registry};
 use wlmap_schema::GroupVersionKind;
 
 /// Built-in catalog, then cluster definitions (`kartas.run.ai` objects), then `--definitions`
-/// files (later wins).
-pub fn registry(files: &[std::path::PathBuf], cluster: &[serde_json::Value]) -> Result<Registry> {
+/// files (later wins). Definitions marked experimental are used only with `experimental`.
+pub fn registry(
+    files: &[std::path::PathBuf],
+    cluster: &[serde_json::Value],
+    experimental: bool,
+) -> Result<Registry> {
     let (mut reg, warnings) = wlmap_catalog::with_cluster_kartas(cluster)
         .map_err(|e| invalid(format!("built-in catalog: {e}")))?;
+    if experimental {
+        reg.use_experimental();
+    }
     for w in warnings {
         eprintln!("wlmap: warning: {w}");
     }
@@ -37,6 +44,16 @@ pub fn registry(files: &[std::path::PathBuf], cluster: &[serde_json::Value]) -> 
                 eprintln!("wlmap: warning: {ignored}");
             }
             for k in decoded.kartas {
+                let gangs = k.spec.optimization_instructions.as_ref();
+                if gangs
+                    .and_then(|o| o.gang_scheduling.as_ref())
+                    .is_some_and(|g| !g.pod_groups.is_empty())
+                {
+                    eprintln!(
+                        "wlmap: warning: {name}: definition {}: gangScheduling.podGroups is deprecated since Workload Map v0.2; use podGroup (`wlmap validate` says more)",
+                        k.name()
+                    );
+                }
                 let d = Definition::compile(k, Origin::File)
                     .map_err(|e| invalid(format!("{name}: {e}")))?;
                 reg.insert(d);

@@ -59,7 +59,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
     let ctx = match source_of(cluster, &g) {
         Source::Offline => offline(g)?,
         Source::Catalog => {
-            let reg = defs::registry(&g.definitions, &[])?;
+            let reg = defs::registry(&g.definitions, &[], g.experimental)?;
             Context {
                 global: g,
                 index: Index::new(reg, []),
@@ -107,7 +107,7 @@ fn offline(g: args::Global) -> Result<Context, Failure> {
     } else {
         source::ObjectSet::default()
     };
-    let reg = defs::registry(&g.definitions, &[])?;
+    let reg = defs::registry(&g.definitions, &[], g.experimental)?;
     Ok(Context {
         global: g,
         index: Index::new(reg, set.objects),
@@ -122,7 +122,7 @@ fn connected(objects: commands::Objects, mut g: args::Global) -> Result<Context,
     if g.namespace.is_none() {
         g.namespace = Some(conn.cluster.default_namespace().to_string());
     }
-    let reg = defs::registry(&g.definitions, &conn.kartas()?)?;
+    let reg = defs::registry(&g.definitions, &conn.kartas()?, g.experimental)?;
     let ns = if g.all_namespaces {
         None
     } else {

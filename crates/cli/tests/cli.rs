@@ -1239,3 +1239,124 @@ fn a_waiting_workload_says_why_in_its_status() {
     let v = json(&wlmap_stdin(&["describe", "-f", "-", "-o", "json"], root));
     assert_eq!(v["status"]["phase"], "Running");
 }
+
+/// Workload Map v0.3: a definition marked `experimental` is listed but not used unless asked
+/// for; a definition still using the deprecated `podGroups` works, with a warning.
+#[test]
+fn experimental_definitions_wait_for_the_flag_and_pod_groups_warn() {
+    let karta = "apiVersion: run.ai/v1alpha1\nkind: Karta\nmetadata: {name: example-com-widget-v1}\nspec:\n  experimental: true\n  structureDefinition:\n    rootComponent:\n      name: widget\n      kind: {group: example.com, version: v1, kind: Widget}\n      specDefinition: {podTemplateSpecPath: .spec.template}\n      scaleDefinition: {replicasPath: .spec.replicas}\n      statusDefinition: {phaseDefinition: {path: .status.phase}, statusMappings: {running: [{byPhase: Running}]}}\n  optimizationInstructions:\n    gangScheduling:\n      podGroups:\n      - name: all\n        members: [{componentName: widget}]\n";
+    let widget = "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w, namespace: ml}\nspec:\n  replicas: 2\n  template: {spec: {containers: [{name: c, image: x, resources: {limits: {nvidia.com/gpu: 2}}}]}}\nstatus: {phase: Running}\n";
+    let files = Files::new(&[("widget-karta.yaml", karta), ("widget.yaml", widget)]);
+    let (k, w) = (files.path("widget-karta.yaml"), files.path("widget.yaml"));
+    // Listed, marked unused; `validate` takes the field without a warning of an unknown one.
+    let list = wlmap(&["--definitions", &k, "definitions"]);
+    let text = String::from_utf8_lossy(&list.stdout).into_owned();
+    let row = text
+        .lines()
+        .find(|l| l.starts_with("example-com-widget-v1"))
+        .unwrap_or("");
+    assert!(
+        row.contains("experimental, unused without --experimental"),
+        "{text}"
+    );
+    assert!(
+        stderr(&list).contains("gangScheduling.podGroups is deprecated"),
+        "{}",
+        stderr(&list)
+    );
+    let v = wlmap(&["validate", &k]);
+    assert!(v.status.success(), "{}", String::from_utf8_lossy(&v.stdout));
+    let said = String::from_utf8_lossy(&v.stdout).into_owned();
+    assert!(!said.contains("unknown field"), "{said}");
+    assert!(
+        said.contains("podGroups is deprecated since Workload Map v0.2 (it is still read)"),
+        "{said}"
+    );
+    // Not used without the flag: the Widget has no definition (exit 4).
+    let without = wlmap(&["--definitions", &k, "describe", "-f", &w]);
+    assert_eq!(without.status.code(), Some(4), "{}", stderr(&without));
+    // With it, the Widget is one workload of 4 GPUs, and its deprecated gang still works.
+    let with = json(&wlmap(&[
+        "--experimental",
+        "--definitions",
+        &k,
+        "describe",
+        "-f",
+        &w,
+        "-o",
+        "json",
+    ]));
+    assert_eq!(with["resources"]["gpus"], 4.0, "{with}");
+    let gang = wlmap(&[
+        "--experimental",
+        "--definitions",
+        &k,
+        "gang",
+        "-f",
+        &w,
+        "-o",
+        "json",
+    ]);
+    assert!(gang.status.success(), "{}", stderr(&gang));
+    assert!(
+        String::from_utf8_lossy(&gang.stdout).contains("\"minMember\": 2"),
+        "{}",
+        String::from_utf8_lossy(&gang.stdout)
+    );
+}
+
+/// A JobSet that MultiKueue runs on a worker cluster (`spec.managedBy`) is shown as managed
+/// elsewhere: its copied-back status, its GPUs, and no pod count of this cluster (not a
+/// workload stuck with 0 of 3 pods).
+#[test]
+fn a_workload_managed_elsewhere_is_shown_as_such() {
+    let snap = fixture("jobset-x-k8s-io-jobset-v1alpha2/managed-by-multikueue");
+    let snap = snap.to_str().expect("utf8");
+    let wide = wlmap(&["--snapshot", snap, "get", "-A", "--all-types", "-o", "wide"]);
+    let text = String::from_utf8_lossy(&wide.stdout).into_owned();
+    let row = text.lines().find(|l| l.contains("llm-train")).unwrap_or("");
+    for cell in [
+        "Running",
+        "-/3",
+        "12",
+        "ManagedElsewhere (kueue.x-k8s.io/multikueue)",
+    ] {
+        assert!(row.contains(cell), "{cell} in {text}");
+    }
+    let v = json(&wlmap(&[
+        "--snapshot",
+        snap,
+        "describe",
+        "jobset/llm-train",
+        "-n",
+        "ml",
+        "-o",
+        "json",
+    ]));
+    assert_eq!(v["managedBy"], "kueue.x-k8s.io/multikueue", "{v}");
+    assert_eq!(v["pods"]["observed"], serde_json::Value::Null, "{v}");
+    assert_eq!(v["status"]["phase"], "Running");
+    let d = wlmap(&[
+        "--snapshot",
+        snap,
+        "describe",
+        "jobset/llm-train",
+        "-n",
+        "ml",
+    ]);
+    assert!(String::from_utf8_lossy(&d.stdout).contains("Managed by: kueue.x-k8s.io/multikueue"));
+    // The kind's own controller named (the default) is not elsewhere.
+    let text = std::fs::read_to_string(fixture(
+        "jobset-x-k8s-io-jobset-v1alpha2/managed-by-multikueue",
+    ))
+    .expect("fixture");
+    let own = text.replace(
+        "kueue.x-k8s.io/multikueue",
+        "jobset.sigs.k8s.io/jobset-controller",
+    );
+    let v = json(&wlmap_stdin(
+        &["--snapshot", "-", "get", "-A", "--all-types", "-o", "json"],
+        &own,
+    ));
+    assert_eq!(v["items"][0].get("managedBy"), None, "{v}");
+}

@@ -599,6 +599,17 @@ impl Definition {
         &self.origin
     }
 
+    /// Marked experimental (`spec.experimental`, Workload Map v0.3): a [`crate::Registry`]
+    /// keeps it aside unless asked to use experimental definitions.
+    ///
+    /// ```
+    /// # let def = wlmap_engine::Definition::compile(wlmap_schema::Karta::example(), wlmap_engine::Origin::Catalog).unwrap();
+    /// assert!(!def.experimental());
+    /// ```
+    pub fn experimental(&self) -> bool {
+        self.karta().spec.experimental
+    }
+
     /// The source definition.
     ///
     /// ```

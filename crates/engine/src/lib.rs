@@ -70,8 +70,9 @@ pub use gang::{PodGroup, SubGroupOut, gang_name, gangs};
 pub use object::{Object, unix_seconds};
 pub use registry::Registry;
 pub use resolve::{
-    MAX_EXPANDED_REPLICAS, NoReferences, Node, ObjectsProvider, PODS_PENDING, PodInfo,
-    ReferenceProvider, Unscheduled, Waiting, Workload, resolve, resolve_with,
+    IN_CLUSTER_MANAGERS, MAX_EXPANDED_REPLICAS, NoReferences, Node, ObjectsProvider, PODS_FAILING,
+    PODS_PENDING, PodInfo, RETRIED_FAILURES, ReferenceProvider, Unscheduled, Waiting, Workload,
+    resolve, resolve_with,
 };
 pub use resources::{
     GpuPolicy, Resources, container_request, parse_quantity, pod_request, resource_requirements,

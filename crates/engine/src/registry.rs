@@ -16,10 +16,15 @@ use wlmap_schema::GroupVersionKind;
 #[derive(Default, Clone)]
 pub struct Registry {
     defs: Vec<Arc<Definition>>,
+    /// Experimental definitions kept aside (not used) until [`Registry::use_experimental`].
+    aside: Vec<Arc<Definition>>,
+    experimental: bool,
 }
 
 impl Registry {
-    /// Insert (or replace the definition of the same group, version and kind).
+    /// Insert (or replace the definition of the same group, version and kind). A definition
+    /// marked experimental is kept aside, unused, unless [`Registry::use_experimental`] was
+    /// called.
     ///
     /// ```
     /// let mut reg = wlmap_engine::Registry::default();
@@ -28,8 +33,39 @@ impl Registry {
     /// ```
     pub fn insert(&mut self, def: Definition) {
         let gvk = def.root_gvk();
-        self.defs.retain(|d| d.root_gvk() != gvk);
-        self.defs.push(Arc::new(def));
+        let list = if def.experimental() && !self.experimental {
+            &mut self.aside
+        } else {
+            &mut self.defs
+        };
+        list.retain(|d| d.root_gvk() != gvk);
+        list.push(Arc::new(def));
+    }
+
+    /// Use experimental definitions too: those kept aside, and those inserted from now on.
+    ///
+    /// ```
+    /// use wlmap_engine::{Definition, Origin, Registry};
+    /// let mut k = wlmap_schema::Karta::example();
+    /// k.spec.experimental = true;
+    /// let mut reg = Registry::default();
+    /// reg.insert(Definition::compile(k, Origin::File).unwrap());
+    /// assert_eq!((reg.len(), reg.kept_aside().count()), (0, 1));
+    /// reg.use_experimental();
+    /// assert_eq!((reg.len(), reg.kept_aside().count()), (1, 0));
+    /// ```
+    pub fn use_experimental(&mut self) {
+        self.experimental = true;
+        for d in std::mem::take(&mut self.aside) {
+            let gvk = d.root_gvk();
+            self.defs.retain(|x| x.root_gvk() != gvk);
+            self.defs.push(d);
+        }
+    }
+
+    /// The experimental definitions kept aside (not used).
+    pub fn kept_aside(&self) -> impl Iterator<Item = &Arc<Definition>> {
+        self.aside.iter()
     }
 
     /// The definition for an object's kind: exact version first, else the same group and kind

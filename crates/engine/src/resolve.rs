@@ -308,6 +308,11 @@ pub struct Workload {
     /// [`Workload::settle_status`]).
     #[serde(skip)]
     pub(crate) overruled: Option<Box<Status>>,
+    /// The controller named by `spec.managedBy` (or `spec.runPolicy.managedBy`) when it is
+    /// not the kind's own in-cluster controller: the workload runs elsewhere (MultiKueue runs
+    /// it on a worker cluster and copies its status back), so no pods of it are here.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub managed_by: Option<String>,
 }
 
 impl Workload {
@@ -341,12 +346,19 @@ impl Workload {
         Some(self.settle_status() | changed)
     }
 
-    /// Let the pods overrule a Running that the definition reads from counters which cannot
-    /// tell a pending pod from a running one (a JobSet's `active` Jobs, a Job's `active` pods):
-    /// a workload read as Running whose pods are all Pending is Initializing, with reason
-    /// [`PODS_PENDING`]. Once a pod leaves Pending, or the pods are no longer shown, the
-    /// definition's reading is back. Returns whether the status changed. Called after every
-    /// change to the pods ([`crate::attribute`], [`Workload::refresh_pod`]).
+    /// Let the pods overrule what the definition reads from the workload object, where the
+    /// object cannot tell:
+    /// - a workload read as Running or Initializing one of whose pods the kubelet keeps
+    ///   failing to start ([`RETRIED_FAILURES`]: a crash loop, an image it cannot pull) is
+    ///   Degraded, with reason [`PODS_FAILING`]: StatefulSets, ReplicaSets, LeaderWorkerSets
+    ///   and most operators report no such failure of their own;
+    /// - a workload read as Running from counters which cannot tell a pending pod from a
+    ///   running one (a JobSet's `active` Jobs, a Job's `active` pods) whose pods are all
+    ///   Pending is Initializing, with reason [`PODS_PENDING`].
+    ///
+    /// Once the pods no longer say so, or are no longer shown, the definition's reading is
+    /// back. Returns whether the status changed. Called after every change to the pods
+    /// ([`crate::attribute`], [`Workload::refresh_pod`]).
     ///
     /// ```
     /// # let def = wlmap_engine::Definition::compile(wlmap_schema::Karta::example(), wlmap_engine::Origin::Catalog).unwrap();
@@ -365,49 +377,61 @@ impl Workload {
     /// assert_eq!(w.status.phase, Phase::Running);
     /// ```
     pub fn settle_status(&mut self) -> bool {
-        let pods = self.root.all_pods().chain(self.unattributed.iter());
+        let before = (self.status.phase, self.status.message.clone());
+        if let Some(read) = self.overruled.take() {
+            self.status = *read;
+        }
+        if let Some((phase, reason, message)) = self.pods_say() {
+            let read = self.status.clone();
+            let status = &mut self.status;
+            status.phase = phase;
+            // Every matched status stays but the one overruled.
+            status.phases = Phase::PRECEDENCE
+                .into_iter()
+                .filter(|p| *p == phase || (*p != read.phase && read.phases.contains(p)))
+                .collect();
+            status.reason = Some(reason.into());
+            status.message = Some(message);
+            self.overruled = Some(Box::new(read));
+        }
+        before != (self.status.phase, self.status.message.clone())
+    }
+
+    /// What the pods say over the definition's reading (see [`Workload::settle_status`]),
+    /// with the reason and message: `None` when they say nothing more.
+    fn pods_say(&self) -> Option<(Phase, &'static str, String)> {
+        if !self.pods_observed {
+            return None;
+        }
         let (mut n, mut pending) = (0usize, 0usize);
-        for p in pods {
+        let mut failing: std::collections::BTreeMap<&str, usize> = Default::default();
+        for p in self.root.all_pods().chain(self.unattributed.iter()) {
             n += 1;
             pending += usize::from(p.phase == "Pending");
+            if let Some(r) = p.reason.as_deref().filter(|r| RETRIED_FAILURES.contains(r)) {
+                *failing.entry(r).or_default() += 1;
+            }
         }
-        let all_pending = self.pods_observed && n > 0 && pending == n;
-        match (self.overruled.take(), all_pending) {
-            (None, true) if self.status.phase == Phase::Running => {
-                let read = self.status.clone();
-                let status = &mut self.status;
-                status.phase = Phase::Initializing;
-                status.phases = Phase::PRECEDENCE
-                    .into_iter()
-                    .filter(|p| {
-                        *p == Phase::Initializing
-                            || (*p != Phase::Running && read.phases.contains(p))
-                    })
-                    .collect();
-                status.reason = Some(PODS_PENDING.into());
-                status.message = Some(pods_pending_message(n));
-                self.overruled = Some(Box::new(read));
-                true
-            }
-            (Some(read), true) => {
-                let message = pods_pending_message(n);
-                let changed = self.status.message.as_deref() != Some(message.as_str());
-                self.status.message = Some(message);
-                self.overruled = Some(read);
-                changed
-            }
-            (Some(read), false) => {
-                self.status = *read;
-                true
-            }
-            (None, _) => false,
+        let read = self.status.phase;
+        if !failing.is_empty() && matches!(read, Phase::Running | Phase::Initializing) {
+            let said: Vec<String> = failing
+                .iter()
+                .map(|(r, k)| format!("{k} pod(s) {r}"))
+                .collect();
+            let message = format!("{}: the kubelet keeps retrying", said.join(", "));
+            return Some((Phase::Degraded, PODS_FAILING, message));
         }
+        if read == Phase::Running && n > 0 && pending == n {
+            return Some((Phase::Initializing, PODS_PENDING, pods_pending_message(n)));
+        }
+        None
     }
 
     /// Whether pods were attributed, so that observed and ready counts mean something (a
-    /// workload read from its spec alone has none).
+    /// workload read from its spec alone has none, and one managed elsewhere
+    /// ([`Workload::managed_by`]) has its pods in another cluster).
     pub fn pods_observed(&self) -> bool {
-        self.pods_observed
+        self.pods_observed && self.managed_by.is_none()
     }
 
     /// Read as the spec alone: the pods attributed are kept, but the counts of observed and
@@ -619,12 +643,55 @@ pub fn resolve_with(
         unattributed: Vec::new(),
         pods_observed: false,
         overruled: None,
+        managed_by: managed_elsewhere(obj),
     })
 }
 
-/// The reason a status carries when the pods overrule the definition's Running
-/// ([`Workload::settle_status`]).
+/// The values of `managedBy` that name a kind's own controller in this cluster (the
+/// default each API reserves): kubernetes/api batch/v1/types.go `JobControllerName`,
+/// sigs.k8s.io/jobset api/jobset/v1alpha2 `JobSetControllerName`, kubeflow/trainer
+/// trainjob_types.go, kubeflow/mpi-operator v2beta1 `KubeflowJobController`,
+/// kubeflow/training-operator v1.9 `runPolicy.managedBy`, ray-project/kuberay
+/// raycluster_types.go / rayjob_types.go.
+pub const IN_CLUSTER_MANAGERS: &[&str] = &[
+    "kubernetes.io/job-controller",
+    "jobset.sigs.k8s.io/jobset-controller",
+    "trainer.kubeflow.org/trainjob-controller",
+    "kubeflow.org/mpi-operator",
+    "kubeflow.org/training-operator",
+    "ray.io/kuberay-operator",
+];
+
+/// `spec.managedBy` (or `spec.runPolicy.managedBy`) when it names another controller than
+/// the kind's own ([`IN_CLUSTER_MANAGERS`]).
+fn managed_elsewhere(obj: &Object) -> Option<String> {
+    let json = obj.json();
+    ["/spec/managedBy", "/spec/runPolicy/managedBy"]
+        .iter()
+        .find_map(|p| json.pointer(p).and_then(Value::as_str))
+        .filter(|m| !m.is_empty() && !IN_CLUSTER_MANAGERS.contains(m))
+        .map(str::to_string)
+}
+
+/// The reason a status carries when the pods overrule the definition's Running: all of them
+/// are Pending ([`Workload::settle_status`]).
 pub const PODS_PENDING: &str = "PodsPending";
+
+/// The reason a status carries when a pod the kubelet keeps failing to start makes the
+/// workload Degraded ([`Workload::settle_status`]).
+pub const PODS_FAILING: &str = "PodsFailing";
+
+/// Container waiting reasons of a failure the kubelet keeps retrying with back-off
+/// (kubernetes/kubernetes pkg/kubelet/images/types.go, pkg/kubelet/kuberuntime
+/// kuberuntime_manager.go, pkg/kubelet/container/sync_result.go).
+pub const RETRIED_FAILURES: &[&str] = &[
+    "CrashLoopBackOff",
+    "ImagePullBackOff",
+    "ErrImagePull",
+    "CreateContainerConfigError",
+    "CreateContainerError",
+    "InvalidImageName",
+];
 
 fn pods_pending_message(pods: usize) -> String {
     format!(

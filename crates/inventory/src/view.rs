@@ -94,6 +94,10 @@ pub struct GetItem {
     /// [`wlmap_engine::Workload::waiting`]).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub waiting: Vec<wlmap_engine::Waiting>,
+    /// The controller that runs it elsewhere (`spec.managedBy`, see
+    /// [`wlmap_engine::Workload::managed_by`]): its pods are not counted here.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub managed_by: Option<String>,
 }
 
 /// `{gpus}`.
@@ -184,6 +188,9 @@ pub struct DescribeView {
     /// Why pods of it wait for the scheduler, in the scheduler's words, counted.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub waiting: Vec<wlmap_engine::Waiting>,
+    /// The controller that runs it elsewhere (`spec.managedBy`): its pods are not here.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub managed_by: Option<String>,
     /// How each status rule evaluated (with --explain).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub explain: Option<Vec<wlmap_engine::MatcherTrace>>,
@@ -283,6 +290,7 @@ pub fn describe(d: &Definition, w: &Workload, explain: bool) -> DescribeView {
         components: vec![node(&w.root, w.pods_observed(), &gpu)],
         unattributed_pods: w.unattributed.iter().map(|p| p.name.clone()).collect(),
         waiting: w.waiting(),
+        managed_by: w.managed_by.clone(),
         explain: explain.then(|| w.status.trace.clone()),
     }
 }
@@ -323,6 +331,7 @@ pub fn item(e: &Entry) -> GetItem {
                 .map(|(n, e)| format!("{}: {e}", n.component))
                 .collect(),
             waiting: w.waiting(),
+            managed_by: w.managed_by.clone(),
         },
         Err(err) => GetItem {
             api_version: o.api_version().into(),
@@ -348,6 +357,7 @@ pub fn item(e: &Entry) -> GetItem {
             error: Some(err.to_string()),
             unreadable: vec![],
             waiting: vec![],
+            managed_by: None,
         },
     }
 }

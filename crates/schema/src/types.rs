@@ -180,6 +180,7 @@ impl Karta {
                 optimization_instructions: None,
                 references: vec![],
                 short_names: vec![],
+                experimental: false,
             },
             status: None,
         }
@@ -229,6 +230,11 @@ pub struct KartaSpec {
     /// and digits.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub short_names: Vec<String>,
+    /// Workload Map v0.3: the definition is experimental. Such definitions are hidden by
+    /// default: listed (`wlmap definitions` marks them) but not used unless asked for
+    /// (`--experimental`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub experimental: bool,
 }
 
 /// wlmap extension: another object an expression reads as the variable `$name`.

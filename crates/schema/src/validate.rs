@@ -601,11 +601,16 @@ fn validate_gangs(k: &Karta, names: &BTreeSet<&str>, out: &mut Vec<Finding>) {
         }
     }
     if !g.pod_groups.is_empty() {
+        let used = if g.pod_group.is_some() {
+            "podGroup is given too and is the one used"
+        } else {
+            "it is still read"
+        };
         out.push(Finding::warning(
             None,
             "podGroups",
             None,
-            "gangScheduling.podGroups is deprecated",
+            format!("gangScheduling.podGroups is deprecated since Workload Map v0.2 ({used})"),
             "use gangScheduling.podGroup with subGroups",
         ));
     }

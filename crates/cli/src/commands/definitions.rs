@@ -18,14 +18,16 @@ pub fn run(ctx: &Context, a: &DefinitionsArgs) -> Result {
         Some(DefinitionsAction::Delete(x)) => return delete(ctx, x),
         None => {}
     }
+    // Experimental definitions kept aside are listed too, marked as not used.
+    let all = || ctx.reg().iter().chain(ctx.reg().kept_aside());
     let defs: Vec<_> = match &a.name {
-        Some(n) => vec![ctx.reg().by_name(n).cloned().ok_or_else(|| {
+        Some(n) => vec![all().find(|d| d.name() == *n).cloned().ok_or_else(|| {
             no_definition(format!(
                 "no definition named {n:?}; `wlmap definitions` lists them"
             ))
         })?],
         None => {
-            let mut v: Vec<_> = ctx.reg().iter().cloned().collect();
+            let mut v: Vec<_> = all().cloned().collect();
             v.sort_by_key(|d| d.name());
             v
         }
@@ -42,7 +44,10 @@ pub fn run(ctx: &Context, a: &DefinitionsArgs) -> Result {
             }
         }
         _ => {
-            let rows: Vec<Vec<String>> = defs.iter().map(|d| row(d)).collect();
+            let rows: Vec<Vec<String>> = defs
+                .iter()
+                .map(|d| row(d, ctx.reg().by_name(&d.name()).is_some()))
+                .collect();
             let mut s = String::new();
             render::table(
                 &mut s,
@@ -55,8 +60,9 @@ pub fn run(ctx: &Context, a: &DefinitionsArgs) -> Result {
     }
 }
 
-/// A definition's row: name, kind (`Kind.group`), version, origin, its first components.
-fn row(d: &Definition) -> Vec<String> {
+/// A definition's row: name, kind (`Kind.group`), version, origin (and whether an experimental
+/// one is `used`), its first components.
+fn row(d: &Definition, used: bool) -> Vec<String> {
     let g = d.root_gvk();
     let comps = d.component_names();
     let shown = if comps.len() > 4 {
@@ -69,13 +75,15 @@ fn row(d: &Definition) -> Vec<String> {
     } else {
         format!("{}.{}", g.kind, g.group)
     };
-    vec![
-        d.name(),
-        kind,
-        g.version.clone(),
-        d.origin().to_string(),
-        shown,
-    ]
+    let origin = match (d.experimental(), used) {
+        (false, _) => d.origin().to_string(),
+        (true, true) => format!("{} (experimental)", d.origin()),
+        (true, false) => format!(
+            "{} (experimental, unused without --experimental)",
+            d.origin()
+        ),
+    };
+    vec![d.name(), kind, g.version.clone(), origin, shown]
 }
 
 /// The field manager of `definitions apply`, and the label value of what it applied.
@@ -179,7 +187,7 @@ fn apply(ctx: &Context, a: &DefinitionsApplyArgs) -> Result {
 /// The definitions to apply, in name order: what this wlmap holds (catalog and files), never
 /// what the cluster already has.
 fn chosen(ctx: &Context, a: &DefinitionsApplyArgs) -> Result<Vec<Arc<Definition>>> {
-    let reg = crate::defs::registry(&ctx.global.definitions, &[])?;
+    let reg = crate::defs::registry(&ctx.global.definitions, &[], ctx.global.experimental)?;
     let mut defs: Vec<_> = if a.all {
         reg.iter().cloned().collect()
     } else {

@@ -62,11 +62,13 @@ pub fn row(it: &view::GetItem, all_namespaces: bool, wide: bool, colour: bool) -
 }
 
 /// Why a workload waits, in a cell: the scheduler's reason for most of its pods held back and
-/// how many (the message is `describe`'s), else `-`.
+/// how many (the message is `describe`'s); for a workload another controller runs elsewhere
+/// (`spec.managedBy`), that controller; else `-`.
 fn reason(it: &view::GetItem) -> String {
     let held: usize = it.waiting.iter().map(|w| w.pods).sum();
-    match it.waiting.first() {
-        Some(w) => format!("{} ({held} pod(s))", w.why.reason),
-        None => "-".into(),
+    match (it.waiting.first(), &it.managed_by) {
+        (Some(w), _) => format!("{} ({held} pod(s))", w.why.reason),
+        (None, Some(m)) => format!("ManagedElsewhere ({m})"),
+        (None, None) => "-".into(),
     }
 }

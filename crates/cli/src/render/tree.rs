@@ -67,7 +67,11 @@ fn header(def: &Definition, w: &Workload, obj: &Object, file_mode: bool) -> Stri
         reason,
         all.join(",")
     ));
-    if !w.pods_observed() {
+    if let Some(m) = &w.managed_by {
+        s.push_str(&format!(
+            "Managed by: {m} (it runs the workload elsewhere, as MultiKueue runs it on a worker cluster; its pods are not here, the status is what that controller reports)\n"
+        ));
+    } else if !w.pods_observed() {
         s.push_str("(file mode: spec only, no live pods)\n");
     }
     for wait in w.waiting() {
