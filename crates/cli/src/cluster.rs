@@ -142,7 +142,8 @@ impl Connection {
     }
 
     /// The kinds below one workload of this kind: those its definition creates (Secrets
-    /// excepted), and pods; only those the server serves.
+    /// excepted), pods, and the DRA claims pods hold devices through; only those the server
+    /// serves.
     pub fn kinds_below(&self, gvk: &GroupVersionKind, reg: &Registry) -> Result<Vec<Kind>> {
         let def = reg.for_kind(gvk).cloned();
         let mut kinds = Vec::new();
@@ -151,7 +152,10 @@ impl Connection {
             .unwrap_or_default()
             .into_iter()
             .filter(|g| !(g.group.is_empty() && g.kind == "Secret"))
-            .chain([GroupVersionKind::new("", "v1", "Pod")])
+            .chain([
+                GroupVersionKind::new("", "v1", "Pod"),
+                wlmap_engine::dra::kind("ResourceClaim"),
+            ])
         {
             if let Some(k) = self.kind(&child)?
                 && !kinds

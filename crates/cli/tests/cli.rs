@@ -1360,3 +1360,105 @@ fn a_workload_managed_elsewhere_is_shown_as_such() {
     ));
     assert_eq!(v["items"][0].get("managedBy"), None, "{v}");
 }
+
+/// The seed JobSet with its GPUs asked through DRA (a ResourceClaimTemplate of 4
+/// `gpu.nvidia.com` devices per pod; each pod's claim allocated 4 devices of its node): one
+/// workload of 12 GPUs requested and 12 held, and which devices of which node each pod holds.
+#[test]
+fn gpus_through_dra_are_requested_and_held() {
+    let snap = fixture("jobset-x-k8s-io-jobset-v1alpha2/dra-claim-templates");
+    let snap = snap.to_str().expect("utf8");
+    let wide = wlmap(&["--snapshot", snap, "get", "-A", "--all-types", "-o", "wide"]);
+    let text = String::from_utf8_lossy(&wide.stdout).into_owned();
+    let header: Vec<&str> = text
+        .lines()
+        .next()
+        .unwrap_or("")
+        .split_whitespace()
+        .collect();
+    let row: Vec<&str> = text
+        .lines()
+        .find(|l| l.contains("llm-train"))
+        .unwrap_or("")
+        .split_whitespace()
+        .collect();
+    let cell = |name: &str| {
+        header
+            .iter()
+            .position(|h| *h == name)
+            .and_then(|i| row.get(i).copied())
+    };
+    assert_eq!(
+        (cell("GPUS"), cell("HELD")),
+        (Some("12"), Some("12")),
+        "{text}"
+    );
+    let v = json(&wlmap(&[
+        "--snapshot",
+        snap,
+        "describe",
+        "jobset/llm-train",
+        "-n",
+        "ml",
+        "-o",
+        "json",
+    ]));
+    assert_eq!(v["resources"]["gpus"], 12.0, "{v}");
+    assert_eq!(v["resources"]["gpusHeld"], 12.0, "{v}");
+    let leader = &v["components"][0]["components"][0];
+    assert_eq!(leader["resources"]["gpus"], 4.0, "{leader}");
+    let held = &leader["pods"][0]["held"];
+    let devices: Vec<String> = held
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|d| {
+            format!(
+                "{}/{}",
+                d["pool"].as_str().unwrap_or(""),
+                d["device"].as_str().unwrap_or("")
+            )
+        })
+        .collect();
+    assert_eq!(
+        devices,
+        [
+            "gpu-node-1/gpu-0",
+            "gpu-node-1/gpu-1",
+            "gpu-node-1/gpu-2",
+            "gpu-node-1/gpu-3"
+        ]
+    );
+    assert_eq!(held[0]["class"], "gpu.nvidia.com");
+    let d = wlmap(&[
+        "--snapshot",
+        snap,
+        "describe",
+        "jobset/llm-train",
+        "-n",
+        "ml",
+    ]);
+    let text = String::from_utf8_lossy(&d.stdout).into_owned();
+    assert!(text.contains("GPUs: 12 (held: 12)"), "{text}");
+    assert!(text.contains("held: gpu-0,gpu-1,gpu-2,gpu-3"), "{text}");
+    // A quota-facing gang output counts them too (Volcano's minResources).
+    let gang = wlmap(&["gang", "-f", snap, "--format", "volcano"]);
+    let text = String::from_utf8_lossy(&gang.stdout).into_owned();
+    assert!(
+        text.contains("deviceclass.resource.kubernetes.io/gpu.nvidia.com: \"12\""),
+        "{text}"
+    );
+    // The manifest without its claim template: nothing is guessed, and describe says why.
+    let manifest = std::fs::read_to_string(fixture(
+        "jobset-x-k8s-io-jobset-v1alpha2/dra-claim-templates",
+    ))
+    .expect("fixture");
+    let root = manifest.split("\n---").next().expect("the JobSet");
+    let alone = wlmap_stdin(&["describe", "-f", "-"], root);
+    let text = String::from_utf8_lossy(&alone.stdout).into_owned();
+    assert!(text.contains("GPUs: 0"), "{text}");
+    assert!(
+        text.contains("note: ResourceClaimTemplate ml/four-h100 not found"),
+        "{text}"
+    );
+}

@@ -33,6 +33,9 @@ pub const MAX_OWNER_DEPTH: usize = 16;
 pub struct OwnerIndex<'a> {
     // foldhash: uids are hashed for every pod's owner walk; SipHash was a tenth of attribution.
     by_uid: HashMap<&'a str, &'a Object, foldhash::fast::RandomState>,
+    /// The DRA objects among them (ResourceClaims, DeviceClasses, ResourceSlices): what pods
+    /// hold is read from these.
+    dra: Vec<&'a Object>,
 }
 
 impl<'a> OwnerIndex<'a> {
@@ -59,13 +62,17 @@ impl<'a> OwnerIndex<'a> {
             objects.size_hint().0,
             foldhash::fast::RandomState::default(),
         );
+        let mut dra = Vec::new();
         for o in objects {
             let uid = o.uid();
             if !uid.is_empty() {
                 by_uid.insert(uid, o);
             }
+            if o.api_version().starts_with("resource.k8s.io/") {
+                dra.push(o);
+            }
         }
-        OwnerIndex { by_uid }
+        OwnerIndex { by_uid, dra }
     }
 
     /// Look an object up by uid.
@@ -101,6 +108,35 @@ impl<'a> OwnerIndex<'a> {
             at = o.and_then(|o| o.controller_uid());
         }
         out
+    }
+}
+
+/// The DRA objects an owner index holds, for what pods hold ([`crate::dra::held_devices`]).
+impl crate::resolve::ReferenceProvider for OwnerIndex<'_> {
+    fn get(
+        &self,
+        kind: &wlmap_schema::GroupVersionKind,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Option<serde_json::Value> {
+        self.dra
+            .iter()
+            .find(|o| {
+                o.kind() == kind.kind
+                    && o.name() == name
+                    && namespace.is_none_or(|n| o.namespace() == n)
+            })
+            .map(|o| o.json().clone())
+    }
+
+    fn list(&self, kind: &wlmap_schema::GroupVersionKind) -> Option<Vec<serde_json::Value>> {
+        Some(
+            self.dra
+                .iter()
+                .filter(|o| o.kind() == kind.kind)
+                .map(|o| o.json().clone())
+                .collect(),
+        )
     }
 }
 
@@ -151,7 +187,11 @@ pub fn attribute_indexed<'a>(
     let root_uid = root.uid();
     // A Pod workload is its own pod.
     if root.is_pod() {
-        w.root.pods.push(PodInfo::from_pod(root, &gpu));
+        let mut info = PodInfo::from_pod(root, &gpu);
+        if !index.dra.is_empty() {
+            info.held = crate::dra::held_devices(root, index, &gpu);
+        }
+        w.root.pods.push(info);
         w.settle_status();
         return Ok(());
     }
@@ -167,7 +207,10 @@ pub fn attribute_indexed<'a>(
             .filter(|(u, _)| *u != root_uid)
             .filter_map(|(_, o)| o.map(|o| o.kind()))
             .collect();
-        let info = PodInfo::from_pod(pod, &gpu);
+        let mut info = PodInfo::from_pod(pod, &gpu);
+        if !index.dra.is_empty() {
+            info.held = crate::dra::held_devices(pod, index, &gpu);
+        }
         if let Some(info) = place(def, &mut w.root, pod, &owner_kinds, &vars, info)? {
             w.unattributed.push(info);
         }

@@ -53,6 +53,7 @@
 
 mod attribute;
 mod definition;
+pub mod dra;
 mod error;
 mod gang;
 mod object;

@@ -55,6 +55,13 @@ pub struct PodInfo {
     /// Its effective request.
     #[serde(skip)]
     pub resources: Resources,
+    /// GPU devices allocated to it through DRA ResourceClaims ([`crate::dra::held_devices`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub held: Vec<crate::dra::HeldDevice>,
+    /// It has a claim the scheduler made for DRA-backed extended resources: its extended
+    /// GPUs are held as devices, not counted again from its spec.
+    #[serde(skip)]
+    pub extended_by_dra: bool,
 }
 
 impl PodInfo {
@@ -128,7 +135,31 @@ impl PodInfo {
             reason,
             unscheduled,
             resources,
+            held: Vec::new(),
+            extended_by_dra: pod
+                .json()
+                .pointer("/status/extendedResourceClaimStatus/resourceClaimName")
+                .is_some(),
         }
+    }
+
+    /// GPUs the pod holds: the GPU devices allocated to its DRA claims, and, once Running, the
+    /// GPUs its spec asks for from device plugins (unless the scheduler serves its extended
+    /// resources through DRA: those are among the devices).
+    ///
+    /// ```
+    /// let pod = wlmap_engine::Object::new(serde_json::json!({"apiVersion": "v1", "kind": "Pod",
+    ///   "metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": 4}}}]},
+    ///   "status": {"phase": "Running"}}));
+    /// assert_eq!(wlmap_engine::PodInfo::from_pod(&pod, &Default::default()).gpus_held(), 4.0);
+    /// ```
+    pub fn gpus_held(&self) -> f64 {
+        let plugins = if self.phase == "Running" && !self.extended_by_dra {
+            self.gpus
+        } else {
+            0.0
+        };
+        plugins + self.held.len() as f64
     }
 }
 
@@ -313,6 +344,10 @@ pub struct Workload {
     /// it on a worker cluster and copies its status back), so no pods of it are here.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub managed_by: Option<String>,
+    /// What could not be counted (a missing ResourceClaimTemplate, all of a node's devices
+    /// without its ResourceSlices) and the choices made (a `firstAvailable` alternative).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 impl Workload {
@@ -341,6 +376,8 @@ impl Workload {
             .or_else(|| self.root.pod_mut(pod.name()))?;
         let mut fresh = PodInfo::from_pod(pod, &GpuPolicy::default());
         fresh.replica = held.replica.take();
+        // Its devices come from its claims, not from the pod: kept until it is attributed again.
+        fresh.held = std::mem::take(&mut held.held);
         let changed = fresh != *held;
         *held = fresh;
         Some(self.settle_status() | changed)
@@ -478,6 +515,21 @@ impl Workload {
         self.root.resources.gpus(policy)
     }
 
+    /// GPUs its pods hold ([`PodInfo::gpus_held`]), attributed or not.
+    ///
+    /// ```
+    /// # let def = wlmap_engine::Definition::compile(wlmap_schema::Karta::example(), wlmap_engine::Origin::Catalog).unwrap();
+    /// # let pod = wlmap_engine::Object::new(serde_json::json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {}}));
+    /// assert_eq!(wlmap_engine::resolve(&def, &pod).unwrap().gpus_held(), 0.0);
+    /// ```
+    pub fn gpus_held(&self) -> f64 {
+        self.root
+            .all_pods()
+            .chain(&self.unattributed)
+            .map(PodInfo::gpus_held)
+            .sum()
+    }
+
     /// Pods of the workload (their owner chain reaches it): attributed and unattributed.
     ///
     /// ```
@@ -548,6 +600,13 @@ impl Workload {
 pub trait ReferenceProvider {
     /// The object of this kind and name, in `namespace` (None for cluster-scoped), if known.
     fn get(&self, kind: &GroupVersionKind, namespace: Option<&str>, name: &str) -> Option<Value>;
+
+    /// Every object of a kind (any version), when the provider can list them (a snapshot,
+    /// the files given); `None` when it cannot (the default).
+    fn list(&self, kind: &GroupVersionKind) -> Option<Vec<Value>> {
+        let _ = kind;
+        None
+    }
 }
 
 /// A provider that knows no objects: every reference resolves to `null`.
@@ -588,6 +647,19 @@ impl ReferenceProvider for ObjectsProvider<'_> {
                     && namespace.is_none_or(|n| o.namespace() == n)
             })
             .map(|o| o.json().clone())
+    }
+
+    fn list(&self, kind: &GroupVersionKind) -> Option<Vec<Value>> {
+        Some(
+            self.0
+                .iter()
+                .filter(|o| {
+                    let g = o.gvk();
+                    g.group == kind.group && g.kind == kind.kind
+                })
+                .map(|o| o.json().clone())
+                .collect(),
+        )
     }
 }
 
@@ -632,6 +704,7 @@ pub fn resolve_with(
         nodes.swap_remove(0)
     };
     set_paths(&mut root, "", true);
+    let notes = add_claims(&mut root, obj.namespace(), refs);
     Ok(Workload {
         definition: def.name(),
         api_version: obj.api_version().to_string(),
@@ -644,7 +717,55 @@ pub fn resolve_with(
         pods_observed: false,
         overruled: None,
         managed_by: managed_elsewhere(obj),
+        notes,
     })
+}
+
+/// Add what the pod templates ask for through DRA ResourceClaims ([`crate::dra`]) to every
+/// node's resources: a template's own claims per pod, a ResourceClaim shared by name once for
+/// the workload (at the root). Returns what could not be counted, each said once.
+fn add_claims(root: &mut Node, namespace: &str, refs: &dyn ReferenceProvider) -> Vec<String> {
+    let policy = GpuPolicy::default();
+    let mut shared: std::collections::BTreeMap<String, Resources> = Default::default();
+    let mut notes = Vec::new();
+    add_node_claims(root, namespace, refs, &policy, &mut shared, &mut notes);
+    for r in shared.values() {
+        root.resources.add_scaled(r, 1);
+    }
+    notes.sort();
+    notes.dedup();
+    notes
+}
+
+/// The claims of a subtree, added to its nodes; returns what the subtree gained.
+fn add_node_claims(
+    n: &mut Node,
+    namespace: &str,
+    refs: &dyn ReferenceProvider,
+    policy: &GpuPolicy,
+    shared: &mut std::collections::BTreeMap<String, Resources>,
+    notes: &mut Vec<String>,
+) -> Resources {
+    let mut gained = Resources::default();
+    if let (true, Some(t)) = (n.has_pod_spec, &n.template) {
+        let spec = t.field("spec").unwrap_or(&Value::Null);
+        if spec.field("resourceClaims").is_some() {
+            let c = crate::dra::template_claims(spec, namespace, refs, policy);
+            if let Some(pr) = &mut n.pod_request {
+                pr.add_scaled(&c.per_pod, 1);
+            }
+            gained.add_scaled(&c.per_pod, n.replicas);
+            shared.extend(c.shared);
+            notes.extend(c.notes);
+        }
+    }
+    let copies = if n.has_pod_spec { 1 } else { n.replicas };
+    for ch in &mut n.children {
+        let g = add_node_claims(ch, namespace, refs, policy, shared, notes);
+        gained.add_scaled(&g, copies);
+    }
+    n.resources.add_scaled(&gained, 1);
+    gained
 }
 
 /// The values of `managedBy` that name a kind's own controller in this cluster (the

@@ -5,12 +5,19 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 use wlmap_json::Field;
 
-/// Which extended resources count as GPUs.
+/// Which extended resources and which DRA DeviceClasses count as GPUs.
+///
+/// The defaults are the known GPU device plugins' resource names and the known GPU DRA
+/// drivers' DeviceClasses ([`crate::dra::GPU_DEVICE_CLASSES`]). Others are added with the
+/// environment: `WLMAP_GPU_RESOURCES` (extended-resource names) and `WLMAP_GPU_DEVICE_CLASSES`
+/// (DeviceClass names), each a comma-separated list, read once per process.
 ///
 /// ```
 /// let p = wlmap_engine::GpuPolicy::default();
 /// assert!(p.is_gpu("nvidia.com/gpu"));
 /// assert!(p.is_gpu("nvidia.com/mig-1g.10gb"));
+/// assert!(p.is_gpu("deviceclass.resource.kubernetes.io/gpu.nvidia.com")); // KEP-5004's name
+/// assert!(!p.is_gpu("deviceclass.resource.kubernetes.io/nic.example.com"));
 /// assert!(!p.is_gpu("cpu"));
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -19,10 +26,38 @@ pub struct GpuPolicy {
     pub names: Vec<String>,
     /// Name prefixes counted as GPUs (each unit is one GPU or GPU slice).
     pub prefixes: Vec<String>,
+    /// DRA DeviceClasses whose devices are GPUs (or GPU slices).
+    pub device_classes: Vec<String>,
 }
 
 impl Default for GpuPolicy {
     fn default() -> Self {
+        static POLICY: std::sync::OnceLock<GpuPolicy> = std::sync::OnceLock::new();
+        POLICY
+            .get_or_init(|| {
+                let env = |name: &str| -> Vec<String> {
+                    std::env::var(name)
+                        .unwrap_or_default()
+                        .split(',')
+                        .map(str::trim)
+                        .filter(|s| !s.is_empty())
+                        .map(String::from)
+                        .collect()
+                };
+                GpuPolicy::builtin()
+                    .with(env("WLMAP_GPU_RESOURCES"), env("WLMAP_GPU_DEVICE_CLASSES"))
+            })
+            .clone()
+    }
+}
+
+impl GpuPolicy {
+    /// The built-in names only (no environment).
+    ///
+    /// ```
+    /// assert!(wlmap_engine::GpuPolicy::builtin().is_gpu_class("mig.nvidia.com"));
+    /// ```
+    pub fn builtin() -> GpuPolicy {
         GpuPolicy {
             names: [
                 "nvidia.com/gpu",
@@ -33,12 +68,27 @@ impl Default for GpuPolicy {
             .map(String::from)
             .to_vec(),
             prefixes: vec!["nvidia.com/mig-".to_string()],
+            device_classes: crate::dra::GPU_DEVICE_CLASSES
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
         }
     }
-}
 
-impl GpuPolicy {
-    /// True when the resource counts as a GPU.
+    /// This policy with more resource names and DeviceClasses counted as GPUs.
+    ///
+    /// ```
+    /// let p = wlmap_engine::GpuPolicy::builtin().with(vec!["example.com/tpu".into()], vec!["tpu.example.com".into()]);
+    /// assert!(p.is_gpu("example.com/tpu") && p.is_gpu_class("tpu.example.com"));
+    /// ```
+    pub fn with(mut self, names: Vec<String>, device_classes: Vec<String>) -> GpuPolicy {
+        self.names.extend(names);
+        self.device_classes.extend(device_classes);
+        self
+    }
+
+    /// True when the resource counts as a GPU: a GPU resource name, or the extended-resource
+    /// name Kubernetes gives a GPU DeviceClass (`deviceclass.resource.kubernetes.io/<class>`).
     ///
     /// ```
     /// assert!(wlmap_engine::GpuPolicy::default().is_gpu("amd.com/gpu"));
@@ -46,6 +96,19 @@ impl GpuPolicy {
     pub fn is_gpu(&self, name: &str) -> bool {
         self.names.iter().any(|n| n == name)
             || self.prefixes.iter().any(|p| name.starts_with(p.as_str()))
+            || name
+                .strip_prefix(crate::dra::DEVICE_CLASS_RESOURCE)
+                .is_some_and(|c| self.is_gpu_class(c))
+    }
+
+    /// True when a DeviceClass's devices count as GPUs by name (see also
+    /// [`crate::dra::is_gpu_class`], which reads the class's selectors too).
+    ///
+    /// ```
+    /// assert!(wlmap_engine::GpuPolicy::default().is_gpu_class("gpu.amd.com"));
+    /// ```
+    pub fn is_gpu_class(&self, class: &str) -> bool {
+        self.device_classes.iter().any(|c| c == class)
     }
 }
 
@@ -60,6 +123,10 @@ impl GpuPolicy {
 pub struct Resources {
     /// Resource name → amount in base units.
     pub amounts: BTreeMap<String, f64>,
+    /// Names counted as GPUs whatever the policy: DRA DeviceClasses found to be GPUs from their
+    /// selectors (`deviceclass.resource.kubernetes.io/<class>`), see [`crate::dra`].
+    #[serde(skip)]
+    pub gpu_names: std::collections::BTreeSet<String>,
 }
 
 impl Resources {
@@ -94,6 +161,7 @@ impl Resources {
         for (k, v) in &other.amounts {
             self.add_quantity(k, v * times as f64);
         }
+        self.gpu_names.extend(other.gpu_names.iter().cloned());
     }
 
     /// CPU in millicores.
@@ -122,7 +190,7 @@ impl Resources {
     pub fn gpus(&self, policy: &GpuPolicy) -> f64 {
         self.amounts
             .iter()
-            .filter(|(k, _)| policy.is_gpu(k))
+            .filter(|(k, _)| policy.is_gpu(k) || self.gpu_names.contains(k.as_str()))
             .fold(0.0, |a, (_, v)| a + v)
     }
 

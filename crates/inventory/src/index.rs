@@ -328,12 +328,22 @@ impl Index {
         // The owner index holds the workload's objects and its owners above it: attribution
         // reads the kinds on each pod's owner chain.
         let above = self.store.ancestors(root);
+        // Pods that hold DRA devices have them read against the DeviceClasses and
+        // ResourceSlices (which are GPUs, MIG profiles); only those workloads pay for them.
+        let dra = pods
+            .iter()
+            .any(|p| !wlmap_engine::dra::pod_claim_names(p.json()).is_empty());
+        let cluster_dra = dra
+            .then(|| self.store.dra_cluster_objects())
+            .into_iter()
+            .flatten();
         let index = OwnerIndex::from_objects(
             below
                 .iter()
                 .copied()
                 .chain(std::iter::once(root))
-                .chain(above),
+                .chain(above)
+                .chain(cluster_dra),
         );
         wlmap_engine::attribute_indexed(def, &mut w, root, pods, &index)?;
         Ok(w)

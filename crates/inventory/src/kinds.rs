@@ -66,6 +66,8 @@ pub fn kinds_to_watch(reg: &Registry, roots: &[GroupVersionKind]) -> BTreeSet<Gr
         }
     }
     want.insert(GroupVersionKind::new("", "v1", "Pod"));
+    // The claims pods hold DRA devices through (owned by their pods, so part of the workload).
+    want.insert(wlmap_engine::dra::kind("ResourceClaim"));
     want
 }
 
@@ -89,9 +91,10 @@ pub fn referenced_kinds(reg: &Registry, roots: &[GroupVersionKind]) -> BTreeSet<
         .collect()
 }
 
-/// The kinds a live view of these roots' workloads watches: [`kinds_to_watch`] and
-/// [`referenced_kinds`]. `wlmap get --watch`, `describe --watch`, `serve` and the controller
-/// all follow these.
+/// The kinds a live view of these roots' workloads watches: [`kinds_to_watch`],
+/// [`referenced_kinds`], and the DRA kinds requests are read from (ResourceClaimTemplates,
+/// DeviceClasses, ResourceSlices). `wlmap get --watch`, `describe --watch`, `serve` and the
+/// controller all follow these.
 ///
 /// ```
 /// let reg = wlmap_catalog::registry().unwrap();
@@ -104,5 +107,11 @@ pub fn referenced_kinds(reg: &Registry, roots: &[GroupVersionKind]) -> BTreeSet<
 pub fn kinds_to_follow(reg: &Registry, roots: &[GroupVersionKind]) -> BTreeSet<GroupVersionKind> {
     let mut want = kinds_to_watch(reg, roots);
     want.extend(referenced_kinds(reg, roots));
+    // What DRA requests are read from: the claim templates pod templates name, the
+    // DeviceClasses (which are GPUs) and the nodes' ResourceSlices (a node's devices, MIG
+    // profiles). A one-off view reads a template when it needs it.
+    want.extend(
+        ["ResourceClaimTemplate", "DeviceClass", "ResourceSlice"].map(wlmap_engine::dra::kind),
+    );
     want
 }

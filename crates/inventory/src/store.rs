@@ -17,6 +17,15 @@ pub(crate) struct ObjectStore {
     /// Controller owner uid → the objects it controls. Kept for owners not (yet) seen, so an
     /// owner that arrives after its children finds them.
     children: FastMap<String, BTreeSet<ObjectKey>>,
+    /// The cluster-wide DRA objects (DeviceClasses, ResourceSlices): what a pod's devices are
+    /// read against, for every workload that holds some.
+    dra_cluster: BTreeSet<ObjectKey>,
+}
+
+/// A cluster-wide DRA kind ([`ObjectStore::dra_cluster_objects`]).
+fn is_dra_cluster(key: &ObjectKey) -> bool {
+    key.kind.group == "resource.k8s.io"
+        && (key.kind.kind == "DeviceClass" || key.kind.kind == "ResourceSlice")
 }
 
 impl ObjectStore {
@@ -49,13 +58,22 @@ impl ObjectStore {
                 .or_default()
                 .insert(key.clone());
         }
+        if is_dra_cluster(&key) {
+            self.dra_cluster.insert(key.clone());
+        }
         self.objects.insert(key, obj);
         old
+    }
+
+    /// The DeviceClasses and ResourceSlices held.
+    pub(crate) fn dra_cluster_objects(&self) -> impl Iterator<Item = &Object> {
+        self.dra_cluster.iter().filter_map(|k| self.objects.get(k))
     }
 
     /// Remove; returns the object removed.
     pub(crate) fn remove(&mut self, key: &ObjectKey) -> Option<Object> {
         let old = self.objects.remove(key)?;
+        self.dra_cluster.remove(key);
         if self.by_uid.get(old.uid()) == Some(key) {
             self.by_uid.remove(old.uid());
         }
@@ -168,5 +186,17 @@ impl ReferenceProvider for ObjectStore {
             .filter(|(k, _)| k.kind == gk && k.name == name)
             .min_by(|a, b| a.0.cmp(b.0))
             .map(|(_, o)| o.json().clone())
+    }
+
+    /// Lists the cluster-wide DRA kinds only (the others would cost a scan of every object).
+    fn list(&self, kind: &GroupVersionKind) -> Option<Vec<Value>> {
+        let gk = kind.group_kind();
+        let probe = ObjectKey::new("", gk.clone(), "");
+        is_dra_cluster(&probe).then(|| {
+            self.dra_cluster_objects()
+                .filter(|o| o.kind() == gk.kind)
+                .map(|o| o.json().clone())
+                .collect()
+        })
     }
 }

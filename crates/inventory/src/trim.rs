@@ -19,17 +19,21 @@ const POD_SPEC: &[&str] = &[
     "overhead",
     "containers",
     "initContainers",
+    "resourceClaims",
 ];
 /// Container fields kept: its name and what it requests (and an init container's restart
 /// policy, which makes it a sidecar).
 const CONTAINER: &[&str] = &["name", "resources", "restartPolicy"];
-/// Pod status fields kept: phase, conditions, the reason it is in that state.
+/// Pod status fields kept: phase, conditions, the reason it is in that state, and the DRA
+/// claims made for it (what it holds is read from them).
 const POD_STATUS: &[&str] = &[
     "phase",
     "reason",
     "conditions",
     "containerStatuses",
     "initContainerStatuses",
+    "resourceClaimStatuses",
+    "extendedResourceClaimStatus",
 ];
 /// Pod condition fields kept (not their times and messages).
 const CONDITION: &[&str] = &["type", "status", "reason"];

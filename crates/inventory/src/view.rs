@@ -51,6 +51,9 @@ pub struct PodsView {
 pub struct ResourcesView {
     /// Desired GPUs.
     pub gpus: f64,
+    /// GPUs its pods hold, when the pods are known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpus_held: Option<f64>,
     /// Desired CPU in millicores.
     pub cpu_millis: u64,
     /// Desired memory in bytes.
@@ -100,15 +103,21 @@ pub struct GetItem {
     pub managed_by: Option<String>,
 }
 
-/// `{gpus}`.
+/// `{gpus, gpusHeld}`.
 #[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct GpuOnly {
-    /// GPUs requested (the default GPU resource names summed).
+    /// GPUs requested: the GPU extended resources and the GPU devices of DRA claims.
     pub gpus: f64,
+    /// GPUs held by its pods (allocated DRA devices; device-plugin GPUs of Running pods),
+    /// when the pods are known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpus_held: Option<f64>,
 }
 
 /// A pod in `describe`.
 #[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct PodView {
     /// The pod's name.
     pub name: String,
@@ -120,6 +129,11 @@ pub struct PodView {
     pub node: Option<String>,
     /// GPUs its containers request.
     pub gpus: f64,
+    /// GPUs it holds ([`wlmap_engine::PodInfo::gpus_held`]).
+    pub gpus_held: f64,
+    /// The GPU devices allocated to it through DRA claims: which device of which node.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub held: Vec<wlmap_engine::dra::HeldDevice>,
 }
 
 /// `replicas` of a node.
@@ -191,6 +205,9 @@ pub struct DescribeView {
     /// The controller that runs it elsewhere (`spec.managedBy`): its pods are not here.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub managed_by: Option<String>,
+    /// What could not be counted, and the choices made (see [`wlmap_engine::Workload::notes`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
     /// How each status rule evaluated (with --explain).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub explain: Option<Vec<wlmap_engine::MatcherTrace>>,
@@ -237,6 +254,8 @@ fn node(n: &Node, observed: bool, gpu: &GpuPolicy) -> NodeView {
         desired_pods: n.desired_pods,
         resources: GpuOnly {
             gpus: n.resources.gpus(gpu),
+            gpus_held: observed
+                .then(|| n.walk().flat_map(|x| &x.pods).map(|p| p.gpus_held()).sum()),
         },
         resource_claims: resource_claims(n),
         pods: n
@@ -248,6 +267,8 @@ fn node(n: &Node, observed: bool, gpu: &GpuPolicy) -> NodeView {
                 ready: p.ready,
                 node: p.node.clone(),
                 gpus: p.gpus,
+                gpus_held: p.gpus_held(),
+                held: p.held.clone(),
             })
             .collect(),
         components: n.children.iter().map(|c| node(c, observed, gpu)).collect(),
@@ -282,6 +303,7 @@ pub fn describe(d: &Definition, w: &Workload, explain: bool) -> DescribeView {
         status: status(w),
         resources: ResourcesView {
             gpus: r.gpus(&gpu),
+            gpus_held: w.pods_observed().then(|| w.gpus_held()),
             cpu_millis: r.cpu_millis(),
             memory_bytes: r.memory_bytes(),
             extended: r.extended(),
@@ -291,6 +313,7 @@ pub fn describe(d: &Definition, w: &Workload, explain: bool) -> DescribeView {
         unattributed_pods: w.unattributed.iter().map(|p| p.name.clone()).collect(),
         waiting: w.waiting(),
         managed_by: w.managed_by.clone(),
+        notes: w.notes.clone(),
         explain: explain.then(|| w.status.trace.clone()),
     }
 }
@@ -319,6 +342,7 @@ pub fn item(e: &Entry) -> GetItem {
             status: status(w),
             resources: GpuOnly {
                 gpus: w.gpus(&GpuPolicy::default()),
+                gpus_held: w.pods_observed().then(|| w.gpus_held()),
             },
             pods: pods(w),
             definition: definition(d),
@@ -345,7 +369,10 @@ pub fn item(e: &Entry) -> GetItem {
                 message: None,
                 failures: vec![],
             },
-            resources: GpuOnly { gpus: 0.0 },
+            resources: GpuOnly {
+                gpus: 0.0,
+                gpus_held: None,
+            },
             pods: PodsView {
                 desired: 0,
                 observed: None,

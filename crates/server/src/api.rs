@@ -9,7 +9,7 @@ use wlmap_inventory::{Entry, Inventory, ObjectKey};
 use wlmap_schema::GroupKind;
 
 /// One row of the workloads table: `wlmap get -o json`'s item, plus the API group and the
-/// GPUs held by Running pods.
+/// GPUs its pods hold (DRA devices allocated to their claims, device-plugin GPUs of Running pods).
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Row {
@@ -18,7 +18,7 @@ pub struct Row {
     pub item: GetItem,
     /// API group ("" for the core group).
     pub group: String,
-    /// GPUs of the workload's Running pods.
+    /// GPUs the workload's pods hold ([`wlmap_engine::Workload::gpus_held`]).
     pub gpus_held: f64,
 }
 
@@ -49,13 +49,7 @@ pub fn row(e: &Entry) -> Row {
 /// assert_eq!(wlmap_server::api::gpus_held(w), 4.0); // the Pending pod holds none yet
 /// ```
 pub fn gpus_held(w: &Workload) -> f64 {
-    w.root
-        .walk()
-        .flat_map(|n| n.pods.iter())
-        .chain(&w.unattributed)
-        .filter(|p| p.phase == "Running")
-        .map(|p| p.gpus)
-        .sum()
+    w.gpus_held()
 }
 
 /// `/api/workloads`: every top-level workload as a row, with the inventory's version (what

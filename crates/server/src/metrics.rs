@@ -12,7 +12,7 @@
 //! | `wlmap_workload_status_rule_failures` | | status rules that could not be evaluated (the status may be wrong) |
 //! | `wlmap_workload_unschedulable` | | 1 when the scheduler cannot place pods of it (`PodScheduled=False`, reason `Unschedulable`; the words are `describe`'s) |
 //! | `wlmap_workload_gpus_requested` | | GPUs the spec asks for |
-//! | `wlmap_workload_gpus_held` | | GPUs of its Running pods |
+//! | `wlmap_workload_gpus_held` | | GPUs its pods hold: DRA devices allocated to their claims, device-plugin GPUs of Running pods |
 //! | `wlmap_workload_pods_desired` / `_observed` / `_ready` | | pods |
 //! | `wlmap_pod_workload_info` | `namespace`, `pod`, `workload_group`, `workload_kind`, `workload`, `component`, `component_instance` | 1 |
 //! | `wlmap_kind_workloads` | `namespace`, `group`, `kind` | workloads |
@@ -194,7 +194,7 @@ const FAMILIES: &[Family] = &[
     },
     Family {
         name: "wlmap_workload_gpus_held",
-        help: "GPUs requested by the workload's pods in phase Running.",
+        help: "GPUs the workload's pods hold: DRA devices allocated to their claims, device-plugin GPUs of Running pods.",
         samples: |f, name, out| sample(out, name, &f.labels, None, f.gpus_held),
     },
     Family {
@@ -274,7 +274,7 @@ fn render_totals(facts: &[Facts], out: &mut String) {
         ),
         (
             "wlmap_kind_gpus_held",
-            "GPUs held by Running pods of the top-level workloads of a namespace and kind.",
+            "GPUs held by the pods of the top-level workloads of a namespace and kind (DRA devices allocated, device-plugin GPUs of Running pods).",
             |t| t.gpus_held,
         ),
     ];

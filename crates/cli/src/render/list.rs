@@ -4,7 +4,7 @@ use super::{age, colour_enabled, num, phase};
 use wlmap_inventory::view;
 
 /// The table: NAMESPACE (with `-A`), NAME, KIND, STATUS, PODS, GPUS, AGE; `-o wide` adds
-/// COMPONENTS and DEFINITION.
+/// HELD (GPUs its pods hold), COMPONENTS, DEFINITION and REASON.
 pub fn table(items: &[view::GetItem], all_namespaces: bool, wide: bool) -> String {
     let header = header(all_namespaces, wide);
     let colour = colour_enabled();
@@ -25,7 +25,7 @@ pub fn header(all_namespaces: bool, wide: bool) -> Vec<&'static str> {
     }
     header.extend(["NAME", "KIND", "STATUS", "PODS", "GPUS", "AGE"]);
     if wide {
-        header.extend(["COMPONENTS", "DEFINITION", "REASON"]);
+        header.extend(["HELD", "COMPONENTS", "DEFINITION", "REASON"]);
     }
     header
 }
@@ -54,6 +54,7 @@ pub fn row(it: &view::GetItem, all_namespaces: bool, wide: bool, colour: bool) -
         age(it.created.as_deref()),
     ]);
     if wide {
+        r.push(it.resources.gpus_held.map_or("-".into(), num));
         r.push(it.components.join(","));
         r.push(format!("{} ({})", it.definition.name, it.definition.origin));
         r.push(reason(it));

@@ -132,12 +132,20 @@ fn totals_text(w: &Workload, gpu: &GpuPolicy) -> String {
             w.ready_pods()
         ));
     }
+    let held = if w.pods_observed() {
+        format!(" (held: {})", num(w.gpus_held()))
+    } else {
+        String::new()
+    };
     s.push_str(&format!(
-        "\n  GPUs: {}   CPU: {}   memory: {}\n",
+        "\n  GPUs: {}{held}   CPU: {}   memory: {}\n",
         num(r.gpus(gpu)),
         cpu(r.cpu_millis()),
         bytes(r.memory_bytes())
     ));
+    for note in &w.notes {
+        s.push_str(&format!("  note: {note}\n"));
+    }
     let ext: Vec<String> = r
         .extended()
         .into_iter()
@@ -184,6 +192,11 @@ fn node_summary(n: &Node, observed: bool, gpu: &GpuPolicy) -> String {
         parts.push(format!("replicas: {}", n.replicas));
     }
     parts.push(format!("gpu: {}", num(n.resources.gpus(gpu))));
+    let devices: usize = n.all_pods().map(|p| p.held.len()).sum();
+    if observed && devices > 0 {
+        let held: f64 = n.all_pods().map(|p| p.gpus_held()).sum();
+        parts.push(format!("held: {}", num(held)));
+    }
     let claims = wlmap_inventory::view::resource_claims(n);
     if !claims.is_empty() {
         parts.push(format!("claims: {}", claims.join(",")));
@@ -209,11 +222,25 @@ fn tree(n: &Node, prefix: &str, observed: bool, gpu: &GpuPolicy, rows: &mut Vec<
             (_, true) => format!("{} ready", p.phase),
             _ => p.phase.clone(),
         };
+        // DRA devices by name, with the MIG profile where its ResourceSlice says.
+        let devices: Vec<String> = p
+            .held
+            .iter()
+            .map(|d| match &d.profile {
+                Some(profile) => format!("{} ({profile})", d.device),
+                None => d.device.clone(),
+            })
+            .collect();
+        let held = if devices.is_empty() {
+            String::new()
+        } else {
+            format!("   held: {}", devices.join(","))
+        };
         rows.push((
             format!("{prefix}{branch}{}", p.name),
             format!(
-                "{state}   gpu: {}   {}",
-                num(p.gpus),
+                "{state}   gpu: {}   {}{held}",
+                num(p.gpus.max(p.held.len() as f64)),
                 p.node.as_deref().unwrap_or("<none>")
             ),
         ));
