@@ -210,10 +210,14 @@ impl Connection {
 /// (kind, namespace, name) of a referenced object.
 type RefKey = (GroupVersionKind, Option<String>, String);
 
-/// References read from the cluster: one GET per referenced object, cached for the command.
+/// References read from the cluster: one GET per referenced object, and one LIST per
+/// cluster-wide DRA kind (DeviceClasses, ResourceSlices), cached for the command.
 pub struct References<'a> {
     conn: &'a Connection,
     cache: std::cell::RefCell<std::collections::HashMap<RefKey, Option<serde_json::Value>>>,
+    lists: std::cell::RefCell<
+        std::collections::HashMap<GroupVersionKind, Option<Vec<serde_json::Value>>>,
+    >,
 }
 
 impl<'a> References<'a> {
@@ -222,6 +226,7 @@ impl<'a> References<'a> {
         References {
             conn,
             cache: Default::default(),
+            lists: Default::default(),
         }
     }
 }
@@ -249,6 +254,29 @@ impl wlmap_engine::ReferenceProvider for References<'_> {
             _ => None,
         };
         self.cache.borrow_mut().insert(key, v.clone());
+        v
+    }
+
+    fn list(&self, kind: &GroupVersionKind) -> Option<Vec<serde_json::Value>> {
+        let dra = kind.group == "resource.k8s.io"
+            && (kind.kind == "DeviceClass" || kind.kind == "ResourceSlice");
+        if !dra {
+            return None;
+        }
+        if let Some(v) = self.lists.borrow().get(kind) {
+            return v.clone();
+        }
+        let v = match self.conn.cluster.resource(kind) {
+            Ok(Some(k)) => match self.conn.cluster.list(&k, None) {
+                Ok(items) => Some(items),
+                Err(e) => {
+                    eprintln!("wlmap: warning: cannot list {}: {e}", k.plural);
+                    None
+                }
+            },
+            _ => None,
+        };
+        self.lists.borrow_mut().insert(kind.clone(), v.clone());
         v
     }
 }

@@ -732,9 +732,60 @@ fn add_claims(root: &mut Node, namespace: &str, refs: &dyn ReferenceProvider) ->
     for r in shared.values() {
         root.resources.add_scaled(r, 1);
     }
+    mark_dra_backed(root, refs, &policy);
     notes.sort();
     notes.dedup();
     notes
+}
+
+/// Extended resources a GPU DeviceClass backs (its `extendedResourceName`, KEP-5004) count as
+/// GPUs wherever they are asked for, whatever their name. Read only when a template asks for
+/// an extended resource the policy does not already count.
+fn mark_dra_backed(root: &mut Node, refs: &dyn ReferenceProvider, policy: &GpuPolicy) {
+    let unknown = |r: &Resources| {
+        r.extended()
+            .keys()
+            .any(|k| !policy.is_gpu(k) && !r.gpu_names.contains(k))
+    };
+    if !root.walk().any(|n| unknown(&n.resources)) {
+        return;
+    }
+    let backed: Vec<String> = refs
+        .list(&crate::dra::kind("DeviceClass"))
+        .unwrap_or_default()
+        .iter()
+        .filter(|c| {
+            let name = c
+                .pointer("/metadata/name")
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            crate::dra::is_gpu_class(name, refs, policy)
+        })
+        .filter_map(|c| {
+            c.pointer("/spec/extendedResourceName")
+                .and_then(Value::as_str)
+        })
+        .map(str::to_string)
+        .collect();
+    if backed.is_empty() {
+        return;
+    }
+    fn mark(n: &mut Node, backed: &[String]) {
+        for name in backed {
+            if n.resources.amounts.contains_key(name) {
+                n.resources.gpu_names.insert(name.clone());
+            }
+            if let Some(pr) = &mut n.pod_request
+                && pr.amounts.contains_key(name)
+            {
+                pr.gpu_names.insert(name.clone());
+            }
+        }
+        for c in &mut n.children {
+            mark(c, backed);
+        }
+    }
+    mark(root, &backed);
 }
 
 /// The claims of a subtree, added to its nodes; returns what the subtree gained.

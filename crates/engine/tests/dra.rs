@@ -336,3 +336,21 @@ fn a_pending_pod_holds_nothing_until_its_claim_is_allocated() {
     assert_eq!(w.gpus_held(), 0.0);
     assert_eq!(w.observed_pods(), 1);
 }
+
+#[test]
+fn an_extended_resource_a_gpu_device_class_backs_counts_as_gpus() {
+    // A DeviceClass of NVIDIA's driver maps `example.com/h100` to its devices (KEP-5004).
+    let class = Object::new(
+        json!({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
+        "metadata": {"name": "h100.example.com"},
+        "spec": {"selectors": [{"cel": {"expression": "device.driver == 'gpu.nvidia.com'"}}],
+                 "extendedResourceName": "example.com/h100"}}),
+    );
+    let j = Object::new(json!({"apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": "train", "namespace": "ml", "uid": "job-1"},
+        "spec": {"parallelism": 2, "template": {"spec": {"containers": [{"name": "c", "image": "x",
+            "resources": {"limits": {"example.com/h100": 4}}}]}}}}));
+    assert_eq!(gpus(&requested(&j, &[class])), 8.0);
+    // Without the DeviceClass, the name is nobody's GPU.
+    assert_eq!(gpus(&requested(&j, &[])), 0.0);
+}
