@@ -5,7 +5,7 @@
         testbed/with-testbed.sh \
         python3 testbed/record/record.py crates/catalog/recorded [FLOW...]
 
-FLOW is `KIND/FLOW` (e.g. `job/failed`) or a kind (`job`, `deployment`, `statefulset`,
+FLOW is `KIND/FLOW` (e.g. `job/failed`) or a kind (`job`, `deployment`, `statefulset`, `daemonset`,
 `raycluster`, `rayjob`, `rayservice`, `jobset`, `lws`, `pytorchjob`, `trainjob`, `mpijob`); none
 means every flow. `--list` prints the flows.
 `record.py --rejudge OUTDIR` judges the recorded objects again (no testbed needed).
@@ -227,6 +227,29 @@ def judge_statefulset(o):
             strategy.get("type", "RollingUpdate") != "RollingUpdate" or updated >= want - partition):
         return "Running"
     return "Initializing"  # starting, scaling up or down, rolling out
+
+
+def judge_daemonset(o):
+    """apps/v1 DaemonSet: no availability condition of its own, so Running = spec observed and
+    a ready, available daemon pod at the current template on every node that should run one."""
+    spec, st = o.get("spec") or {}, o.get("status") or {}
+    # pkg/controller/daemon/daemon_controller.go updateDaemonSetStatus: desiredNumberScheduled
+    # counts the nodes that should run the daemon, currentNumberScheduled those that do,
+    # numberReady / numberAvailable (ready for minReadySeconds) their pods, and
+    # updatedNumberScheduled the pods of the current template; observedGeneration is raised
+    # once the controller's expectations are met. kubectl's DaemonSetStatusViewer
+    # (rollout_status.go) waits for updated and available to reach desired.
+    if not st or st.get("observedGeneration", 0) < o["metadata"].get("generation", 0):
+        return "Initializing"
+    want = st.get("desiredNumberScheduled")
+    if want is None:
+        return "Initializing"
+    on_delete = (spec.get("updateStrategy") or {}).get("type") == "OnDelete"
+    if ((st.get("currentNumberScheduled") or 0) == want and (st.get("numberReady") or 0) >= want
+            and (st.get("numberAvailable") or 0) >= want
+            and (on_delete or (st.get("updatedNumberScheduled") or 0) >= want)):
+        return "Running"
+    return "Initializing"  # starting, a node joining, rolling out
 
 
 def judge_raycluster(o):
@@ -480,8 +503,8 @@ def judge_trainjob(o):
         return "Suspended" if cond_is(o, "Suspended") and total("active") == 0 else "Suspending"
     # Resumed in the spec, not acted on yet (setSuspendedCondition then writes Suspended=False,
     # reason Resumed): Resuming, README's word for a controller still reporting suspended
-    # after a resume. (judge_job and judge_jobset read the same moment Suspended, after the
-    # shared corpus's MPIJob.)
+    # after a resume. (judge_job reads the same moment Resuming; judge_jobset Suspended, after
+    # the shared corpus's MPIJob.)
     if cond_is(o, "Suspended"):
         return "Resuming"
     # A child Job failed, the TrainJob not finished: the JobSet's failure policy restarts or
@@ -499,6 +522,7 @@ JUDGES = {
     ("batch", "Job"): judge_job,
     ("apps", "Deployment"): judge_deployment,
     ("apps", "StatefulSet"): judge_statefulset,
+    ("apps", "DaemonSet"): judge_daemonset,
     ("ray.io", "RayCluster"): judge_raycluster,
     ("ray.io", "RayJob"): judge_rayjob,
     ("ray.io", "RayService"): judge_rayservice,
@@ -510,7 +534,8 @@ JUDGES = {
 }
 
 # Kinds whose status has observedGeneration (the staleObservedGeneration mark).
-OBSERVED_GENERATION = {("apps", "Deployment"), ("apps", "StatefulSet"), ("ray.io", "RayCluster"),
+OBSERVED_GENERATION = {("apps", "Deployment"), ("apps", "StatefulSet"), ("apps", "DaemonSet"),
+                       ("ray.io", "RayCluster"),
                        ("leaderworkerset.x-k8s.io", "LeaderWorkerSet"),
                        ("ray.io", "RayService"), ("ray.io", "RayJob")}
 
@@ -654,6 +679,7 @@ API = {
     "Job": ("/apis/batch/v1", "jobs"),
     "Deployment": ("/apis/apps/v1", "deployments"),
     "StatefulSet": ("/apis/apps/v1", "statefulsets"),
+    "DaemonSet": ("/apis/apps/v1", "daemonsets"),
     "RayCluster": ("/apis/ray.io/v1", "rayclusters"),
     "RayJob": ("/apis/ray.io/v1", "rayjobs"),
     "RayService": ("/apis/ray.io/v1", "rayservices"),
@@ -1104,6 +1130,34 @@ def statefulset_rollout(c):
     rev = st(c.obj).get("updateRevision")
     c.patch("UpdateTemplate", {"spec": {"template": {"metadata": {"annotations": {"wlmap.test/model-version": "v2"}}}}})
     c.wait(lambda o: statefulset_done(3)(o) and st(o).get("currentRevision") != rev, "rollout complete")
+
+
+# DaemonSet
+
+def daemonset(c, name, gpus=1):
+    labels = {"app": name}
+    return {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": name},
+            "spec": {"selector": {"matchLabels": labels},
+                     "template": {"metadata": {"labels": labels}, "spec": c.pod_spec(gpus)}}}
+
+
+def daemonset_done(n):
+    def ok(o):
+        s = st(o)
+        return (observed(o) and s.get("desiredNumberScheduled") == n
+                and s.get("numberAvailable") == n and s.get("updatedNumberScheduled") == n)
+    return ok
+
+
+@flow("daemonset/rollout", "daemonset", "apps-daemonset-v1", "Running")
+def daemonset_rollout(c):
+    c.add_node("gpu-0", 8)
+    c.add_node("gpu-1", 8)
+    c.create(daemonset(c, "exporter"))
+    c.wait(daemonset_done(2), "a daemon pod ready on both nodes")
+    gen = c.obj["metadata"]["generation"]
+    c.patch("UpdateTemplate", {"spec": {"template": {"metadata": {"annotations": {"wlmap.test/model-version": "v2"}}}}})
+    c.wait(lambda o: daemonset_done(2)(o) and o["metadata"]["generation"] > gen, "rollout complete")
 
 
 # RayCluster
