@@ -84,10 +84,15 @@ impl Connection {
                     kinds.len()
                 );
             }
-            let items = self
-                .cluster
-                .list(k, if k.namespaced { ns } else { None })
-                .map_err(failure)?;
+            let items = match self.cluster.list(k, if k.namespaced { ns } else { None }) {
+                Ok(items) => items,
+                // What completes a view (DRA claims, gang objects) is shown when allowed.
+                Err(Error::Forbidden(e)) if optional(&k.gvk()) => {
+                    eprintln!("wlmap: warning: not allowed to list {}: {e}", k.plural);
+                    continue;
+                }
+                Err(e) => return Err(failure(e)),
+            };
             set.objects.extend(items.into_iter().map(Object::new));
         }
         if progress {
@@ -142,8 +147,8 @@ impl Connection {
     }
 
     /// The kinds below one workload of this kind: those its definition creates (Secrets
-    /// excepted), pods, and the DRA claims pods hold devices through; only those the server
-    /// serves.
+    /// excepted), pods, the DRA claims pods hold devices through, and the gang objects
+    /// schedulers read (`describe` shows what they say); only those the server serves.
     pub fn kinds_below(&self, gvk: &GroupVersionKind, reg: &Registry) -> Result<Vec<Kind>> {
         let def = reg.for_kind(gvk).cloned();
         let mut kinds = Vec::new();
@@ -156,6 +161,7 @@ impl Connection {
                 GroupVersionKind::new("", "v1", "Pod"),
                 wlmap_engine::dra::kind("ResourceClaim"),
             ])
+            .chain(wlmap_engine::gang_object_kinds())
         {
             if let Some(k) = self.kind(&child)?
                 && !kinds
@@ -205,6 +211,13 @@ impl Connection {
         }
         Ok(kinds)
     }
+}
+
+/// Kinds a view is completed with but can do without: DRA claims and gang objects. Not
+/// being allowed to list them is a warning, not a failure.
+fn optional(g: &GroupVersionKind) -> bool {
+    g.group == "resource.k8s.io"
+        || wlmap_engine::gang_object_kinds().any(|k| k.group == g.group && k.kind == g.kind)
 }
 
 /// (kind, namespace, name) of a referenced object.

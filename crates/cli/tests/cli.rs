@@ -1462,3 +1462,34 @@ fn gpus_through_dra_are_requested_and_held() {
         "{text}"
     );
 }
+
+/// `describe` shows the gang objects a scheduler reads for the workload (owned by it) and what
+/// their scheduler says in them: scheduler-plugins' PodGroup phase, a PodGroup's conditions.
+#[test]
+fn describe_shows_what_the_schedulers_say_of_the_gang() {
+    let jobset = std::fs::read_to_string(fixture("jobset-x-k8s-io-jobset-v1alpha2/pods-pending"))
+        .expect("fixture");
+    let uid = "baae5558-ec20-4a58-85f8-1acbc7e29d16";
+    assert!(jobset.contains(uid), "the fixture's JobSet uid");
+    let group = format!(
+        "---\napiVersion: scheduling.x-k8s.io/v1alpha1\nkind: PodGroup\nmetadata:\n  name: llm-train-gang\n  namespace: ml\n  ownerReferences: [{{apiVersion: jobset.x-k8s.io/v1alpha2, kind: JobSet, name: llm-train, uid: {uid}, controller: true}}]\nspec: {{minMember: 3}}\nstatus:\n  phase: Pending\n  conditions:\n  - {{type: Scheduled, status: \"False\", reason: Unschedulable, message: \"0/2 nodes are available: 2 Insufficient nvidia.com/gpu.\"}}\n"
+    );
+    let files = Files::new(&[("held.yaml", &format!("{jobset}\n{group}"))]);
+    let f = files.path("held.yaml");
+    let text = String::from_utf8_lossy(&wlmap(&["describe", "-f", &f]).stdout).into_owned();
+    assert!(
+        text.contains(
+            "Gang: PodGroup/llm-train-gang (scheduling.x-k8s.io/v1alpha1): phase Pending"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("  Scheduled=False (Unschedulable): 0/2 nodes are available"),
+        "{text}"
+    );
+    let v = json(&wlmap(&["describe", "-f", &f, "-o", "json"]));
+    assert_eq!(
+        v["gangs"][0]["conditions"][0]["reason"], "Unschedulable",
+        "{v}"
+    );
+}

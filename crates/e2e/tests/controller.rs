@@ -500,12 +500,34 @@ fn a_jobset_is_ganged_on_coscheduling() {
     for (k, v) in printed["spec"].as_object().expect("a spec") {
         assert_eq!(&written["spec"][k], v, "spec.{k}: {written}");
     }
+    // `describe` shows the group and what the plugin's controller says of it, beside the pods.
+    let d = json(&tb.wlmap(&["describe", "jobset/train", "-n", ns, "-o", "json"]));
+    let gangs = d["gangs"].as_array().cloned().unwrap_or_default();
+    assert_eq!(gangs.len(), 1, "{d}");
+    assert_eq!(
+        (&gangs[0]["kind"], &gangs[0]["name"]),
+        (&json!("PodGroup"), &json!("train-gang"))
+    );
+    assert_ne!(gangs[0]["phase"], "Running", "{d}");
+    let text = stdout_of(
+        "describe",
+        &tb.wlmap(&["describe", "jobset/train", "-n", ns]),
+        0,
+    );
+    assert!(
+        text.contains("Gang: PodGroup/train-gang (scheduling.x-k8s.io/v1alpha1)"),
+        "{text}"
+    );
     room_then_running(&tb, ns, ("cos-gpu-1", "cos", 8), 3);
     tb.wait_for(
         "scheduler-plugins' controller reads the group Running",
         120,
         || group()["status"]["phase"] == "Running",
     );
+    tb.wait_for("describe to show the group Running", 60, || {
+        let d = json(&tb.wlmap(&["describe", "jobset/train", "-n", ns, "-o", "json"]));
+        d["gangs"][0]["phase"] == "Running"
+    });
 }
 
 /// An LWS of the real LWS operator on scheduler-plugins' Coscheduling: each group of four a

@@ -66,7 +66,9 @@ mod update;
 pub use attribute::{MAX_OWNER_DEPTH, OwnerIndex, attribute, attribute_indexed};
 pub use definition::{Definition, Origin};
 pub use error::{Error, ExprField, Result};
-pub use gang::format::{Format, GangKind, MANAGED_BY, Rendered, SchedulerFormat, render_gangs};
+pub use gang::format::{
+    Format, GangKind, MANAGED_BY, Rendered, SchedulerFormat, gang_object_kinds, render_gangs,
+};
 pub use gang::{PodGroup, SubGroupOut, gang_name, gangs};
 pub use object::{Object, unix_seconds};
 pub use registry::Registry;

@@ -208,6 +208,10 @@ pub struct DescribeView {
     /// What could not be counted, and the choices made (see [`wlmap_engine::Workload::notes`]).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// The gang objects schedulers read for it and what they say ([`gang_objects`]); filled
+    /// by the caller that has the objects.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub gangs: Vec<GangView>,
     /// How each status rule evaluated (with --explain).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub explain: Option<Vec<wlmap_engine::MatcherTrace>>,
@@ -314,6 +318,7 @@ pub fn describe(d: &Definition, w: &Workload, explain: bool) -> DescribeView {
         waiting: w.waiting(),
         managed_by: w.managed_by.clone(),
         notes: w.notes.clone(),
+        gangs: Vec::new(),
         explain: explain.then(|| w.status.trace.clone()),
     }
 }
@@ -387,4 +392,93 @@ pub fn item(e: &Entry) -> GetItem {
             managed_by: None,
         },
     }
+}
+
+/// A gang object of a workload (a PodGroup, a Workload) and what its scheduler says in it.
+#[derive(Serialize, Debug, Clone, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct GangView {
+    /// `apiVersion`.
+    pub api_version: String,
+    /// Kind.
+    pub kind: String,
+    /// Name.
+    pub name: String,
+    /// `status.phase`, where the kind has one (scheduler-plugins' PodGroup: Pending,
+    /// Scheduling, Running...).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub phase: Option<String>,
+    /// Its status conditions.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<ConditionView>,
+}
+
+/// A status condition, as the object has it.
+#[derive(Serialize, Debug, Clone, PartialEq)]
+pub struct ConditionView {
+    /// `type`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// `status`.
+    pub status: String,
+    /// `reason`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// `message`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+/// The gang objects among `objects` that the workload of `uid` owns (any kind a scheduler
+/// format writes), with their phase and conditions, by kind and name.
+///
+/// ```
+/// let pg = wlmap_engine::Object::new(serde_json::json!({"apiVersion": "scheduling.x-k8s.io/v1alpha1",
+///     "kind": "PodGroup", "metadata": {"name": "train-gang", "ownerReferences": [{"uid": "w1"}]},
+///     "status": {"phase": "Pending"}}));
+/// let g = wlmap_inventory::view::gang_objects(&[pg], "w1");
+/// assert_eq!((g[0].name.as_str(), g[0].phase.as_deref()), ("train-gang", Some("Pending")));
+/// ```
+pub fn gang_objects(objects: &[wlmap_engine::Object], uid: &str) -> Vec<GangView> {
+    let kinds: Vec<_> = wlmap_engine::gang_object_kinds().collect();
+    let text = |v: &serde_json::Value, k: &str| v.get(k).and_then(|x| x.as_str()).map(String::from);
+    let mut out: Vec<GangView> = objects
+        .iter()
+        .filter(|o| {
+            let g = o.gvk();
+            kinds.iter().any(|k| k.group == g.group && k.kind == g.kind)
+        })
+        .filter(|o| {
+            o.json()
+                .pointer("/metadata/ownerReferences")
+                .and_then(|r| r.as_array())
+                .is_some_and(|refs| {
+                    refs.iter()
+                        .any(|r| r.get("uid").and_then(|u| u.as_str()) == Some(uid))
+                })
+        })
+        .map(|o| {
+            let status = o.json().get("status").cloned().unwrap_or_default();
+            GangView {
+                api_version: o.api_version().to_string(),
+                kind: o.kind().to_string(),
+                name: o.name().to_string(),
+                phase: text(&status, "phase"),
+                conditions: status
+                    .get("conditions")
+                    .and_then(|c| c.as_array())
+                    .into_iter()
+                    .flatten()
+                    .map(|c| ConditionView {
+                        kind: text(c, "type").unwrap_or_default(),
+                        status: text(c, "status").unwrap_or_default(),
+                        reason: text(c, "reason"),
+                        message: text(c, "message"),
+                    })
+                    .collect(),
+            }
+        })
+        .collect();
+    out.sort_by(|a, b| (&a.kind, &a.name).cmp(&(&b.kind, &b.name)));
+    out
 }

@@ -123,22 +123,22 @@ pub fn run(ctx: &Context, a: &DescribeArgs) -> Result {
     {
         w.spec_only();
     }
+    let gangs = view::gang_objects(&loaded.objects, obj.uid());
     match ctx.output() {
         Output::Json | Output::Yaml => {
-            print_data(ctx.output(), &view::describe(def, &w, a.explain))?
+            let mut v = view::describe(def, &w, a.explain);
+            v.gangs = gangs;
+            print_data(ctx.output(), &v)?
         }
         Output::Wide => {
             return Err(usage(
                 "describe has no wide output; use -o table, json or yaml",
             ));
         }
-        Output::Table => crate::write_stdout(&render::tree::text(
-            def,
-            &w,
-            obj,
-            a.explain,
-            loaded.file_mode,
-        )),
+        Output::Table => {
+            let text = render::tree::text(def, &w, obj, a.explain, loaded.file_mode);
+            crate::write_stdout(&render::tree::with_gangs(text, &gangs))
+        }
     }
     let failures = rule_failures(&def.name(), &w.status.failures);
     let unreadable = w.unreadable();

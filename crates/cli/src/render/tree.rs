@@ -24,6 +24,44 @@ pub fn text(
     s
 }
 
+/// `describe`'s text with the gang objects' lines after its header (the status lines): what
+/// the schedulers say of the workload's groups, beside what they say of its pods.
+pub fn with_gangs(text: String, gangs: &[wlmap_inventory::view::GangView]) -> String {
+    if gangs.is_empty() {
+        return text;
+    }
+    let mut lines = String::new();
+    for g in gangs {
+        let phase = g
+            .phase
+            .as_deref()
+            .map(|p| format!(": phase {p}"))
+            .unwrap_or_default();
+        lines.push_str(&format!(
+            "Gang: {}/{} ({}){phase}\n",
+            g.kind, g.name, g.api_version
+        ));
+        for c in &g.conditions {
+            let reason = c
+                .reason
+                .as_deref()
+                .map(|r| format!(" ({r})"))
+                .unwrap_or_default();
+            let message = c
+                .message
+                .as_deref()
+                .filter(|m| !m.is_empty())
+                .map(|m| format!(": {m}"))
+                .unwrap_or_default();
+            lines.push_str(&format!("  {}={}{reason}{message}\n", c.kind, c.status));
+        }
+    }
+    match text.split_once("\n\n") {
+        Some((head, rest)) => format!("{head}\n{lines}\n{rest}"),
+        None => format!("{text}{lines}"),
+    }
+}
+
 /// The workload, its definition and age, then its status (with a `!` when a rule failed) and
 /// every status matched.
 fn header(def: &Definition, w: &Workload, obj: &Object, file_mode: bool) -> String {

@@ -105,6 +105,25 @@ impl Format {
     }
 }
 
+/// Every kind of gang object any scheduler format writes, each once (PodGroups, Workloads,
+/// Kueue's Workloads...): what a view lists to show what the schedulers say of a workload.
+///
+/// ```
+/// assert!(wlmap_engine::gang_object_kinds().any(|k| k.group == "scheduling.x-k8s.io" && k.kind == "PodGroup"));
+/// ```
+pub fn gang_object_kinds() -> impl Iterator<Item = wlmap_schema::GroupVersionKind> {
+    let mut out: Vec<wlmap_schema::GroupVersionKind> = Vec::new();
+    for f in SchedulerFormat::ALL {
+        for k in f.format().kinds() {
+            let g = wlmap_schema::GroupVersionKind::new(k.group, k.version, k.kind);
+            if !out.contains(&g) {
+                out.push(g);
+            }
+        }
+    }
+    out.into_iter()
+}
+
 /// The API kind of a gang object.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct GangKind {
