@@ -34,6 +34,9 @@ pub struct Decision {
     /// Member pods without their group (created while the webhook was unreachable, or
     /// before the workload had gangs), not yet finished: the scheduler places them one by one.
     pub ungrouped: usize,
+    /// Why wlmap writes nothing for this workload: something else gangs it (see
+    /// [`gangs_itself`]). Its own leftovers are still removed.
+    pub stepped_aside: Option<String>,
 }
 
 /// What to write for a workload, from what the controller holds: the workload as the
@@ -79,10 +82,78 @@ pub fn decide(
         .filter_map(|o| o["metadata"]["name"].as_str())
         .collect();
     let existing = store.concerning(root.namespace(), &names, root.uid());
+    if let Some(why) = gangs_itself(root, pods, &want.members, &names, &existing) {
+        return Ok(Decision {
+            writes: ordered(format, &[], &existing, root.uid()),
+            ungrouped: 0,
+            stepped_aside: Some(why),
+        });
+    }
     Ok(Decision {
         writes: ordered(format, &want.objects, &existing, root.uid()),
         ungrouped,
+        stepped_aside: None,
     })
+}
+
+/// Why a workload needs no gang from wlmap, when something else gangs it: a member pod
+/// already names a scheduling group that is not wlmap's (`spec.schedulingGroup`: the v1.37
+/// Job controller with `WorkloadWithJob`, an operator that sets it), or the workload owns a
+/// gang object wlmap did not write, under another name (an operator's own PodGroup or
+/// Workload; one of the wanted name stays a conflict, said as such).
+///
+/// ```
+/// use std::collections::BTreeSet;
+/// let job = wlmap_engine::Object::new(serde_json::json!({"apiVersion": "batch/v1", "kind": "Job",
+///     "metadata": {"name": "train", "namespace": "ml", "uid": "j1"}}));
+/// let pod = wlmap_engine::Object::new(serde_json::json!({"apiVersion": "v1", "kind": "Pod",
+///     "metadata": {"name": "train-0", "namespace": "ml"},
+///     "spec": {"schedulingGroup": {"podGroupName": "train-job-pg"}}}));
+/// let members: BTreeSet<String> = ["train-0".to_string()].into();
+/// let why = wlmap_controller::gangs::gangs_itself(&job, &[pod], &members, &["train-job"], &[]);
+/// assert!(why.unwrap().contains("train-job-pg"));
+/// ```
+pub fn gangs_itself(
+    root: &Object,
+    pods: &[Object],
+    members: &BTreeSet<String>,
+    ours: &[&str],
+    existing: &[Value],
+) -> Option<String> {
+    let named = pods
+        .iter()
+        .filter(|p| members.contains(p.name()))
+        .find_map(|p| {
+            let g = p
+                .json()
+                .pointer("/spec/schedulingGroup/podGroupName")?
+                .as_str()?;
+            (!ours.contains(&g)).then(|| (p.name().to_string(), g.to_string()))
+        });
+    if let Some((pod, group)) = named {
+        return Some(format!(
+            "its pods name their own scheduling group (pod {pod}: PodGroup {group}), as the Job controller with WorkloadWithJob or an operator writes it: wlmap writes no gang for it"
+        ));
+    }
+    let managed = |o: &Value| o["metadata"]["labels"][MANAGED_BY.0] == MANAGED_BY.1;
+    let owned = |o: &Value| {
+        o["metadata"]["ownerReferences"]
+            .as_array()
+            .is_some_and(|r| r.iter().any(|x| x["uid"] == root.uid()))
+    };
+    existing
+        .iter()
+        .find(|o| {
+            let name = o["metadata"]["name"].as_str().unwrap_or("");
+            owned(o) && !managed(o) && !ours.contains(&name)
+        })
+        .map(|o| {
+            format!(
+                "it owns a {} of its own ({}), written by its controller: wlmap writes no gang for it",
+                o["kind"].as_str().unwrap_or("gang object"),
+                o["metadata"]["name"].as_str().unwrap_or("")
+            )
+        })
 }
 
 /// Each kind's plan, in the order to carry it out: creations and changes parents first,

@@ -92,10 +92,21 @@ pub async fn reconcile(shared: &Shared, key: &ObjectKey) -> Result<Outcome, Erro
             }
         }
     };
-    let Some((Decision { writes, ungrouped }, root)) = decided else {
+    let Some((
+        Decision {
+            writes,
+            ungrouped,
+            stepped_aside,
+        },
+        root,
+    )) = decided
+    else {
         count_ungrouped(shared, key, 0);
         return Ok(Outcome::Unchanged);
     };
+    if let Some(why) = &stepped_aside {
+        step_aside(shared, key, &root, why).await;
+    }
     if count_ungrouped(shared, key, ungrouped) {
         let note = format!(
             "{ungrouped} pod(s) carry no scheduling group (created while the webhook was unreachable): the scheduler places them one by one"
@@ -236,6 +247,25 @@ fn count_ungrouped(shared: &Shared, key: &ObjectKey, n: usize) -> bool {
         .pods_ungrouped
         .set(m.values().sum::<usize>() as i64);
     n > 0 && before == 0
+}
+
+/// Say once, in an event on the workload and in the log, that something else gangs it and
+/// wlmap writes nothing for it.
+async fn step_aside(shared: &Shared, key: &ObjectKey, root: &Object, why: &str) {
+    let first = locked(&shared.conflicts).insert((key.clone(), "stepped-aside".to_string()));
+    if !first {
+        return;
+    }
+    log("info", why, json!({"workload": key.to_string()}));
+    event(
+        &shared.recorder,
+        root,
+        "Normal",
+        "GangedElsewhere",
+        "Reconcile",
+        why,
+    )
+    .await;
 }
 
 /// Say once, in an event on the workload and in the log, that a gang object of the wanted

@@ -2,7 +2,8 @@
 //! cluster: what it writes from nothing (only its format's kinds, parents first, each owned
 //! by the workload and marked as wlmap's), that it writes nothing more once the server holds
 //! those objects, that it leaves someone else's object of a wanted name alone, that it deletes
-//! only its own leftovers (after its writes), and which pods it counts as without a group.
+//! only its own leftovers (after its writes), that it steps aside for a workload ganged
+//! elsewhere, and which pods it counts as without a group.
 
 use serde_json::{Value, json};
 use std::path::Path;
@@ -137,12 +138,17 @@ fn every_fixture_in_every_format_the_controller_writes() {
                 if !case.held.is_empty() {
                     case.someone_elses();
                     case.leftovers();
+                    case.ganged_elsewhere();
                 }
                 // Pods the webhook tagged are grouped; untagged running members are not.
                 let members = tagged(&pods, entry, format);
                 let tagged_d =
                     decide(entry, &members, &store_of(&case.held), format).expect("decides");
                 assert_eq!(tagged_d.ungrouped, 0, "{at}");
+                assert_eq!(
+                    tagged_d.stepped_aside, None,
+                    "its own groups are wlmap's: {at}"
+                );
                 if d.ungrouped > 0 {
                     with_pods += 1;
                     assert!(d.ungrouped <= pods.len(), "{at}");
@@ -211,6 +217,61 @@ impl Case<'_> {
             |o: &Value| o["metadata"]["name"] == name && o["kind"] == first["kind"];
         assert!(!applied(&d).iter().any(theirs_written), "{at}");
         assert_eq!(applied(&d).len() + 1, self.held.len(), "{at}");
+    }
+
+    /// Something else gangs the workload: an object of the format's kind it owns that wlmap
+    /// did not write (another name), or member pods naming a scheduling group of their own.
+    /// Then wlmap applies nothing, says why, and removes only what it wrote itself.
+    fn ganged_elsewhere(&self) {
+        let (first, at) = (&self.held[0], self.at);
+        let mut theirs = first.clone();
+        theirs["metadata"]["name"] = json!("train-job-controller-pg");
+        theirs["metadata"]["uid"] = json!("theirs-uid");
+        theirs["metadata"]["labels"] = json!({});
+        let mut store = self.held.clone();
+        store.push(theirs);
+        let d = self.decide(&store);
+        assert!(
+            d.stepped_aside
+                .as_deref()
+                .is_some_and(|w| w.contains("train-job-controller-pg")),
+            "{at}"
+        );
+        assert!(applied(&d).is_empty(), "{at}");
+        let deleted: Vec<&str> = d
+            .writes
+            .iter()
+            .filter_map(|(_, a)| match a {
+                Action::Delete { uid, .. } => Some(uid.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            deleted.len(),
+            self.held.len(),
+            "only its own, every one: {at}"
+        );
+        assert!(!deleted.contains(&"theirs-uid"), "{at}");
+        // Pods naming their own scheduling group (the Job controller with WorkloadWithJob).
+        if let Some(p) = self.pods.first() {
+            let mut j = p.json().clone();
+            j["spec"]["schedulingGroup"] = json!({"podGroupName": "set-by-its-controller"});
+            let pods: Vec<Object> = std::iter::once(Object::new(j))
+                .chain(self.pods.iter().skip(1).cloned())
+                .collect();
+            let d = decide(self.entry, &pods, &store_of(&[]), self.format).expect("decides");
+            // A member of a gang (the webhook would tag it) makes wlmap step aside.
+            let w = self.entry.result.as_ref().expect("resolves");
+            let groups =
+                wlmap_engine::gangs(&self.entry.definition, w, Some(self.pods)).expect("groups");
+            let tags =
+                wlmap_engine::render_gangs(self.format, &groups, w, &self.entry.object).pod_tags;
+            let member = tags.iter().any(|t| t["pod"] == p.name());
+            assert_eq!(d.stepped_aside.is_some(), member, "{at}");
+            if member {
+                assert!(applied(&d).is_empty(), "{at}");
+            }
+        }
     }
 
     /// One of ours for this workload that it no longer needs: deleted by uid, after the
