@@ -2024,3 +2024,71 @@ fn a_jobset_asking_its_gpus_through_dra_is_requested_held_and_waits_in_the_sched
         v["items"][0]["resources"]["gpusHeld"] == 16.0
     });
 }
+
+/// A RayCluster of the real KubeRay operator (a head and two 4-GPU workers) on
+/// scheduler-plugins' Coscheduling: without wlmap that scheduler binds the head and one worker
+/// on room for two; with `wlmap controller --scheduler coscheduling` one PodGroup of three,
+/// every pod labelled with it, none bound short of room for all (each saying why, and
+/// `describe` showing the group), all three once a node joins.
+#[test]
+#[ignore = "needs the scheduling testbed with kuberay and coscheduling (see the file's doc)"]
+fn a_raycluster_is_ganged_on_coscheduling() {
+    let tb = Testbed::scheduling();
+    require_operator("kuberay");
+    require_operator("coscheduling");
+    tb.add_node("cosray-cpu-0", "cosray", 0);
+    tb.add_node("cosray-gpu-0", "cosray", 4);
+    let raycluster = |ns: &str| {
+        let mut r = wlmap_e2e::raycluster(ns, "cosray", 4);
+        r["spec"]["headGroupSpec"]["template"]["spec"]["schedulerName"] =
+            json!("scheduler-plugins-scheduler");
+        r["spec"]["workerGroupSpecs"][0]["template"]["spec"]["schedulerName"] =
+            json!("scheduler-plugins-scheduler");
+        r.to_string()
+    };
+
+    let control = "cos-ray-control";
+    tb.namespace(control);
+    tb.kubectl(&["create", "-f", "-"], Some(&raycluster(control)));
+    tb.wait_for("two of three pods bound without wlmap", 120, || {
+        tb.pods(control).len() == 3 && bound(&tb, control) == 2
+    });
+    tb.kubectl(
+        &[
+            "delete",
+            "namespace",
+            control,
+            "--wait=true",
+            "--timeout=120s",
+        ],
+        None,
+    );
+
+    tb.namespace("wlmap-system");
+    let ns = "cos-ray";
+    tb.namespace(ns);
+    let _ctl = Controller::start_with(
+        &tb,
+        "cosray",
+        "wlmap-cosray",
+        &["--scheduler", "coscheduling"],
+    );
+    tb.kubectl(&["create", "-f", "-"], Some(&raycluster(ns)));
+    tb.wait_for("three pods created by the operator", 120, || {
+        tb.pods(ns).len() == 3
+    });
+    let group = tb.get_json(&["get", "podgroups.scheduling.x-k8s.io/tune-gang", "-n", ns]);
+    assert_eq!(group["spec"]["minMember"], 3, "{group}");
+    for p in tb.pods(ns) {
+        assert_eq!(
+            p["metadata"]["labels"]["scheduling.x-k8s.io/pod-group"], "tune-gang",
+            "{p}"
+        );
+    }
+    says_why_it_waits(&tb, ns, "raycluster/tune", 3);
+    assert_eq!(bound(&tb, ns), 0, "a gang of 3 binds none on room for 2");
+    let d = json(&tb.wlmap(&["describe", "raycluster/tune", "-n", ns, "-o", "json"]));
+    assert_eq!(d["gangs"][0]["name"], "tune-gang", "{d}");
+    tb.add_node("cosray-gpu-1", "cosray", 4);
+    tb.wait_for("all three bound", 180, || bound(&tb, ns) == 3);
+}
