@@ -445,7 +445,8 @@ fn against_a_real_api_server() {
 
     // Phase 9: requests stay few: a cluster-wide view is discovery + definitions + one
     // (paginated) LIST per kind, whatever the number of workloads; a describe is one GET plus
-    // a constant number of LISTs.
+    // a constant number of LISTs (the kinds its definition creates, pods, DRA claims, and the
+    // gang objects' kinds the server serves).
     let requests = |args: &[&str]| -> u64 {
         let o = tb.wlmap(&[&["-v"], args].concat());
         assert!(o.status.success(), "{}", stderr(&o));
@@ -467,7 +468,7 @@ fn against_a_real_api_server() {
         "one more workload must not mean more requests"
     );
     let describe = requests(&["describe", "jobset/llm-train", "-n", "ml", "-o", "json"]);
-    assert!(describe <= 8, "describe used {describe} requests");
+    assert!(describe <= 16, "describe used {describe} requests");
 
     // Phase 10: failure paths.
     let o = tb.wlmap_restricted(&["get", "jobsets", "-n", "team-a"]);
