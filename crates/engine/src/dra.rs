@@ -37,6 +37,13 @@ pub const GPU_DEVICE_CLASSES: &[&str] = &[
 /// The known GPU DRA drivers: a DeviceClass whose selectors name one selects GPUs.
 pub const GPU_DRIVERS: &[&str] = &["gpu.nvidia.com", "gpu.amd.com", "gpu.intel.com"];
 
+/// The array at a JSON pointer, or none.
+fn array<'v>(v: &'v Value, pointer: &str) -> &'v [Value] {
+    v.pointer(pointer)
+        .and_then(Value::as_array)
+        .map_or(&[][..], Vec::as_slice)
+}
+
 /// A `resource.k8s.io/v1` kind.
 ///
 /// ```
@@ -63,10 +70,7 @@ pub fn is_gpu_class(class: &str, refs: &dyn ReferenceProvider, policy: &GpuPolic
 
 /// A DeviceClass whose CEL selectors compare `device.driver` with a GPU driver's name.
 fn selects_gpu_driver(class: &Value) -> bool {
-    let selectors = class
-        .pointer("/spec/selectors")
-        .and_then(Value::as_array)
-        .map_or(&[][..], Vec::as_slice);
+    let selectors = array(class, "/spec/selectors");
     selectors.iter().any(|s| {
         let cel = s
             .pointer("/cel/expression")
@@ -106,10 +110,7 @@ pub fn claim_request(
     notes: &mut Vec<String>,
 ) -> Resources {
     let mut out = Resources::default();
-    let requests = spec
-        .pointer("/devices/requests")
-        .and_then(Value::as_array)
-        .map_or(&[][..], Vec::as_slice);
+    let requests = array(spec, "/devices/requests");
     for req in requests {
         let name = req.field("name").and_then(Value::as_str).unwrap_or("");
         if let Some(exact) = req.field("exactly") {
@@ -118,10 +119,7 @@ pub fn claim_request(
             }
             continue;
         }
-        let alternatives = req
-            .field("firstAvailable")
-            .and_then(Value::as_array)
-            .map_or(&[][..], Vec::as_slice);
+        let alternatives = array(req, "/firstAvailable");
         let counted: Vec<(String, String, f64)> = alternatives
             .iter()
             .filter_map(|alt| {
@@ -275,10 +273,7 @@ pub fn template_claims(
     policy: &GpuPolicy,
 ) -> TemplateClaims {
     let mut out = TemplateClaims::default();
-    let entries = pod_spec
-        .field("resourceClaims")
-        .and_then(Value::as_array)
-        .map_or(&[][..], Vec::as_slice);
+    let entries = array(pod_spec, "/resourceClaims");
     for e in entries {
         let text = |k: &str| e.field(k).and_then(Value::as_str);
         if let Some(t) = text("resourceClaimTemplateName") {
@@ -340,11 +335,7 @@ pub struct HeldDevice {
 /// assert_eq!(wlmap_engine::dra::pod_claim_names(&pod), ["p-gpu-x7k2q"]);
 /// ```
 pub fn pod_claim_names(pod: &Value) -> Vec<String> {
-    let list = |p: &str| {
-        pod.pointer(p)
-            .and_then(Value::as_array)
-            .map_or(&[][..], Vec::as_slice)
-    };
+    let list = |p: &str| array(pod, p);
     let mut names: Vec<String> = list("/spec/resourceClaims")
         .iter()
         .chain(list("/status/resourceClaimStatuses"))
@@ -372,15 +363,14 @@ pub fn held_devices(
 ) -> Vec<HeldDevice> {
     let mut out: Vec<HeldDevice> = Vec::new();
     let ns = pod.namespace();
+    // The nodes' ResourceSlices, listed once for the pod, when it holds a device.
+    let mut slices: Option<Vec<Value>> = None;
     for name in pod_claim_names(pod.json()) {
         let Some(claim) = refs.get(&kind("ResourceClaim"), Some(ns), &name) else {
             continue;
         };
         let classes = request_classes(&claim);
-        let results = claim
-            .pointer("/status/allocation/devices/results")
-            .and_then(Value::as_array)
-            .map_or(&[][..], Vec::as_slice);
+        let results = array(&claim, "/status/allocation/devices/results");
         for r in results {
             let text = |k: &str| r.field(k).and_then(Value::as_str).unwrap_or("").to_string();
             if r.field("adminAccess").and_then(Value::as_bool) == Some(true) {
@@ -400,7 +390,9 @@ pub fn held_devices(
             {
                 continue;
             }
-            let profile = device_profile(refs, &driver, &pool, &device);
+            let slices =
+                slices.get_or_insert_with(|| refs.list(&kind("ResourceSlice")).unwrap_or_default());
+            let profile = device_profile(slices, &driver, &pool, &device);
             out.push(HeldDevice {
                 claim: name.clone(),
                 request,
@@ -419,10 +411,7 @@ pub fn held_devices(
 /// Request name (and `request/sub` for `firstAvailable` alternatives) → DeviceClass.
 fn request_classes(claim: &Value) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
-    let requests = claim
-        .pointer("/spec/devices/requests")
-        .and_then(Value::as_array)
-        .map_or(&[][..], Vec::as_slice);
+    let requests = array(claim, "/spec/devices/requests");
     let class = |v: &Value| {
         v.field("deviceClassName")
             .and_then(Value::as_str)
@@ -433,11 +422,7 @@ fn request_classes(claim: &Value) -> BTreeMap<String, String> {
         if let Some(c) = r.field("exactly").and_then(class) {
             out.insert(name.to_string(), c);
         }
-        for alt in r
-            .field("firstAvailable")
-            .and_then(Value::as_array)
-            .map_or(&[][..], Vec::as_slice)
-        {
+        for alt in array(r, "/firstAvailable") {
             let sub = alt.field("name").and_then(Value::as_str).unwrap_or("");
             if let Some(c) = class(alt) {
                 out.insert(format!("{name}/{sub}"), c);
@@ -447,26 +432,15 @@ fn request_classes(claim: &Value) -> BTreeMap<String, String> {
     out
 }
 
-/// A device's `profile` attribute (MIG), from the ResourceSlices the provider lists.
-fn device_profile(
-    refs: &dyn ReferenceProvider,
-    driver: &str,
-    pool: &str,
-    device: &str,
-) -> Option<String> {
-    let slices = refs.list(&kind("ResourceSlice"))?;
+/// A device's `profile` attribute (MIG), from the nodes' ResourceSlices.
+fn device_profile(slices: &[Value], driver: &str, pool: &str, device: &str) -> Option<String> {
     slices
         .iter()
         .filter(|s| {
             s.pointer("/spec/driver").and_then(Value::as_str) == Some(driver)
                 && s.pointer("/spec/pool/name").and_then(Value::as_str) == Some(pool)
         })
-        .flat_map(|s| {
-            s.pointer("/spec/devices")
-                .and_then(Value::as_array)
-                .cloned()
-                .unwrap_or_default()
-        })
+        .flat_map(|s| array(s, "/spec/devices"))
         .find(|d| d.field("name").and_then(Value::as_str) == Some(device))
-        .and_then(|d| attribute(&d, "profile"))
+        .and_then(|d| attribute(d, "profile"))
 }
