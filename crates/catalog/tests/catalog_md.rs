@@ -141,7 +141,17 @@ fn render() -> String {
                 })
                 .collect();
             if let Some(p) = &g.pod_group {
-                let subs = p.sub_groups.iter().map(|m| m.component_name.as_str());
+                let subs: Vec<String> = p
+                    .sub_groups
+                    .iter()
+                    .map(|m| match m.instances_path {
+                        Some(_) => {
+                            format!("{} (the instances `instancesPath` names)", m.component_name)
+                        }
+                        None => m.component_name.clone(),
+                    })
+                    .collect();
+                let subs = subs.iter().map(String::as_str);
                 gs.push(format!(
                     "`podGroup` {} (sub-groups: {})",
                     p.name,

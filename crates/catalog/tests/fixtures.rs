@@ -41,7 +41,7 @@ const TOP_KEYS: &[&str] = &[
 const NESTED_KEYS: &[(&str, &[&str])] = &[
     ("status", &["phase", "phases"]),
     ("components", &["path", "replicas", "desiredPods"]),
-    ("gangs", &["name", "minMember"]),
+    ("gangs", &["name", "minMember", "members"]),
 ];
 
 /// What is wrong with the shape of an `expected.yaml`: empty, not a mapping, or a key the
@@ -234,7 +234,49 @@ fn check_case(reg: &wlmap_engine::Registry, dir: &Path, slug: &str) -> Vec<Strin
         }
     }
     if let Some(gs) = expected.get("gangs").and_then(Value::as_array) {
-        match gangs(def, &w, None) {
+        errs.extend(gang_errors(def, &w, gs, &objects));
+    }
+    errs
+}
+
+/// How the gangs differ from `gangs:`: their names and sizes as the spec predicts them, and,
+/// where a gang lists `members`, the fixture's pods each holds.
+fn gang_errors(
+    def: &wlmap_engine::Definition,
+    w: &wlmap_engine::Workload,
+    gs: &[Value],
+    objects: &[Object],
+) -> Vec<String> {
+    let mut errs = Vec::new();
+    if gs.iter().any(|g| g.get("members").is_some()) {
+        let pods: Vec<Object> = objects
+            .iter()
+            .filter(|o| o.kind() == "Pod")
+            .cloned()
+            .collect();
+        match gangs(def, w, Some(&pods)) {
+            Err(e) => errs.push(format!("gangs with pods failed: {e}")),
+            Ok(got) => {
+                let got: Vec<(String, Vec<String>)> =
+                    got.into_iter().map(|g| (g.name, g.members)).collect();
+                let exp: Vec<(String, Vec<String>)> = gs
+                    .iter()
+                    .map(|g| {
+                        let members = g["members"].as_array().into_iter().flatten();
+                        let members = members.filter_map(|m| m.as_str().map(str::to_string));
+                        (text_at(g, "name").to_string(), members.collect())
+                    })
+                    .collect();
+                if got != exp {
+                    errs.push(format!(
+                        "gang members:\n    got      {got:?}\n    expected {exp:?}"
+                    ));
+                }
+            }
+        }
+    }
+    {
+        match gangs(def, w, None) {
             Err(e) => errs.push(format!("gangs failed: {e}")),
             Ok(got) => {
                 let got: Vec<String> = got

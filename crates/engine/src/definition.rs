@@ -126,6 +126,8 @@ pub struct Definition {
     pub(crate) components: Vec<Component>,
     pub(crate) status: Option<StatusRules>,
     pub(crate) gang_members: Vec<(String, Vec<GangMember>)>,
+    /// `podGroup.subGroups[].instancesPath` compiled, one per sub-group (wlmap extension).
+    pub(crate) sub_group_instances: Vec<Option<Expr>>,
     pub(crate) references: Vec<CompiledReference>,
     pub(crate) limits: Limits,
     /// What placing a pod reads of it: see [`Definition::pod_placement_reads`]. Found on
@@ -416,6 +418,24 @@ impl Compiler {
 
     /// The members of each `podGroups` entry (the deprecated gang form), with their keys and
     /// filters compiled.
+    /// Each `podGroup` sub-group's `instancesPath`, compiled (`None` where it has none).
+    fn sub_group_instances(&mut self, karta: &Karta) -> Vec<Option<Expr>> {
+        let subs = karta
+            .spec
+            .optimization_instructions
+            .as_ref()
+            .and_then(|o| o.gang_scheduling.as_ref())
+            .and_then(|g| g.pod_group.as_ref())
+            .map(|pg| pg.sub_groups.as_slice())
+            .unwrap_or_default();
+        subs.iter()
+            .map(|s| {
+                let n = Some(s.component_name.as_str());
+                self.expr(n, "instancesPath", s.instances_path.as_ref())
+            })
+            .collect()
+    }
+
     fn gang_members(
         &mut self,
         karta: &Karta,
@@ -561,6 +581,7 @@ impl Definition {
         link_children(&mut components);
         let status = c.status_rules(karta.root());
         let gang_members = c.gang_members(&karta, &index);
+        let sub_group_instances = c.sub_group_instances(&karta);
         let references = c.references(&karta);
         findings.extend(c.finish());
         if findings.iter().any(|f| f.severity == Severity::Error) {
@@ -572,6 +593,7 @@ impl Definition {
             components,
             status,
             gang_members,
+            sub_group_instances,
             references,
             limits: Limits::default(),
             pod_reads: std::sync::OnceLock::new(),

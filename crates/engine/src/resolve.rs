@@ -9,6 +9,7 @@ use crate::resources::{GpuPolicy, Resources, pod_request};
 use crate::status::{Phase, Status, evaluate};
 use serde::Serialize;
 use serde_json::{Map, Value, json};
+use std::collections::BTreeSet;
 use std::sync::Arc;
 use wlmap_expr::{Val, from_val, to_jq_string};
 use wlmap_json::Field;
@@ -348,6 +349,10 @@ pub struct Workload {
     /// without its ResourceSlices) and the choices made (a `firstAvailable` alternative).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// The instances each `podGroup` sub-group covers, where its `instancesPath` says (one
+    /// entry per sub-group; `None` for every instance), or why they could not be read.
+    #[serde(skip)]
+    pub(crate) sub_group_instances: Vec<Option<std::result::Result<BTreeSet<String>, String>>>,
 }
 
 impl Workload {
@@ -718,7 +723,43 @@ pub fn resolve_with(
         overruled: None,
         managed_by: managed_elsewhere(obj),
         notes,
+        sub_group_instances: sub_group_instances(def, obj, &vars),
     })
+}
+
+/// The instances each `podGroup` sub-group covers, where its `instancesPath` says. A failure
+/// is kept, not raised: the workload is still shown, and its gangs say why there are none.
+fn sub_group_instances(
+    def: &Definition,
+    obj: &Object,
+    vars: &[Val],
+) -> Vec<Option<std::result::Result<BTreeSet<String>, String>>> {
+    let names: Vec<&str> = def
+        .karta
+        .spec
+        .optimization_instructions
+        .as_ref()
+        .and_then(|o| o.gang_scheduling.as_ref())
+        .and_then(|g| g.pod_group.as_ref())
+        .map(|pg| {
+            pg.sub_groups
+                .iter()
+                .map(|s| s.component_name.as_str())
+                .collect()
+        })
+        .unwrap_or_default();
+    def.sub_group_instances
+        .iter()
+        .zip(names)
+        .map(|(e, component)| {
+            let e = e.as_ref()?;
+            Some(
+                def.eval_obj(e, obj, vars, component, "instancesPath")
+                    .map(|ids| ids.iter().map(to_jq_string).collect())
+                    .map_err(|e| e.to_string()),
+            )
+        })
+        .collect()
 }
 
 /// Add what the pod templates ask for through DRA ResourceClaims ([`crate::dra`]) to every

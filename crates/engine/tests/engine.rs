@@ -1054,6 +1054,78 @@ spec:
     assert_eq!(gangs(&d, &w, None).expect("groups")[0].min_member, 2);
 }
 
+/// `instancesPath` (wlmap extension): the sub-group covers the instances it names; the pods
+/// of the others are in no group; an expression that fails gives no groups, and says why.
+#[test]
+fn a_sub_group_covers_the_instances_its_instances_path_names() {
+    let d = def(r#"
+apiVersion: run.ai/v1alpha1
+kind: Karta
+metadata: {name: steps}
+spec:
+  structureDefinition:
+    rootComponent:
+      name: flow
+      kind: {group: example.io, version: v1, kind: Flow}
+      statusDefinition: {phaseDefinition: {path: .status.phase}, statusMappings: {running: [{byPhase: Running}]}}
+    childComponents:
+    - name: step
+      kind: {group: "", version: v1, kind: Pod}
+      ownerRef: flow
+      instanceIdPath: .spec.steps[].name
+      specDefinition: {podTemplateSpecPath: '.spec.steps[].template'}
+      scaleDefinition: {replicasPath: '.spec.steps[].pods'}
+      podSelector: {componentInstanceSelector: {idPath: .metadata.labels.step}}
+  optimizationInstructions:
+    gangScheduling:
+      podGroup:
+        name: gang
+        subGroups:
+        - componentName: step
+          instancesPath: .spec.gang.steps[]
+"#);
+    let step = |name: &str, pods: u64| json!({"name": name, "pods": pods, "template": {"spec": {"containers": [{"name": "c"}]}}});
+    let flow = |gang: Value| {
+        Object::new(json!({"apiVersion": "example.io/v1", "kind": "Flow",
+            "metadata": {"name": "f", "namespace": "ml", "uid": "f1"},
+            "spec": {"gang": gang, "steps": [step("prepare", 1), step("train", 4)]}}))
+    };
+    let pod = |name: &str, step: &str| {
+        Object::new(json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": "ml", "labels": {"step": step},
+                "ownerReferences": [{"apiVersion": "example.io/v1", "kind": "Flow", "name": "f", "uid": "f1", "controller": true}]},
+            "spec": {"containers": [{"name": "c"}]}}))
+    };
+    let o = flow(json!({"steps": ["train"]}));
+    let pods = [
+        pod("prep-0", "prepare"),
+        pod("train-0", "train"),
+        pod("train-1", "train"),
+    ];
+    let mut w = resolve(&d, &o).expect("resolves");
+    attribute(&d, &mut w, &o, &pods).expect("attributes");
+    let g = &gangs(&d, &w, Some(&pods)).expect("groups")[0];
+    assert_eq!(g.min_member, 4);
+    assert_eq!(g.sub_groups.len(), 1, "{g:?}");
+    assert_eq!(g.sub_groups[0].component, "step[train]");
+    assert_eq!(
+        g.members,
+        ["train-0", "train-1"],
+        "the step left out is in no group"
+    );
+    // Selecting no instance gives a group of none, not one of the whole workload.
+    let w = resolve(&d, &flow(json!({"steps": []}))).expect("resolves");
+    assert_eq!(gangs(&d, &w, None).expect("groups")[0].min_member, 0);
+    // An expression that fails leaves the workload readable, and gives no groups.
+    let w = resolve(&d, &flow(json!(5))).expect("resolves");
+    assert_eq!(w.root.desired_pods, 5);
+    let e = gangs(&d, &w, None).unwrap_err().to_string();
+    assert!(
+        e.contains("instancesPath failed") && e.contains("step"),
+        "{e}"
+    );
+}
+
 /// A broken expression is named by its place and located inside itself, wherever the
 /// definition came from (a file gives the expression's own line too; a Karta sent to the
 /// webhook gives only this).

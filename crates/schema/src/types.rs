@@ -977,12 +977,25 @@ pub struct PodGroupMapping {
 /// let s: wlmap_schema::SubGroup = serde_json::from_value(serde_json::json!(
 ///     {"componentName": "workers", "topology": {"topologyName": "rack"}})).unwrap();
 /// assert_eq!(s.topology.unwrap().topology_name, "rack");
+/// // `instancesPath` selects among a component's instances: one without them is refused.
+/// let mut k = wlmap_schema::Karta::example();
+/// k.spec.optimization_instructions = Some(serde_json::from_value(serde_json::json!({"gangScheduling":
+///     {"podGroup": {"name": "g", "subGroups": [{"componentName": "pod", "instancesPath": ".x"}]}}})).unwrap());
+/// assert!(wlmap_schema::validate(&k).iter().any(|f| f.field.field == "instancesPath"));
 /// ```
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SubGroup {
     /// Component name.
     pub component_name: String,
+    /// wlmap extension: a jq expression on the workload object (references as variables)
+    /// yielding the ids of the component's instances (as its `instanceIdPath` yields them)
+    /// this sub-group covers; absent, it covers every instance. The pods of the instances left
+    /// out are in no sub-group and are scheduled on their own: steps that must finish before
+    /// the others start (a TrainJob's initializers), or that start only once others run.
+    /// Implementations of the format that do not know the field cover every instance.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instances_path: Option<String>,
     /// Topology constraint of the sub-group.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub topology: Option<TopologyConstraint>,

@@ -635,6 +635,21 @@ fn validate_gangs(k: &Karta, names: &BTreeSet<&str>, out: &mut Vec<Finding>) {
                     "list each component once",
                 ));
             }
+            let has_instances = k
+                .components()
+                .any(|c| c.name == s.component_name && c.instance_id_path.is_some());
+            if s.instances_path.is_some() && !has_instances {
+                out.push(Finding::error(
+                    Some(&s.component_name),
+                    "instancesPath",
+                    s.instances_path.as_deref(),
+                    format!(
+                        "sub-group {:?} selects instances of a component without instanceIdPath",
+                        s.component_name
+                    ),
+                    "give the component an instanceIdPath, or drop instancesPath",
+                ));
+            }
         }
         for t in pg
             .topology

@@ -21,7 +21,7 @@ use crate::object::Object;
 use crate::resolve::{Node, Workload};
 use serde::Serialize;
 use serde_json::Value;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use wlmap_expr::{Val, to_jq_string};
 use wlmap_schema::TopologyConstraint;
 
@@ -156,7 +156,7 @@ pub fn gangs(def: &Definition, w: &Workload, pods: Option<&[Object]>) -> Result<
         });
     }
     if let Some(pg) = &g.pod_group {
-        return Ok(vec![one_group(w, pg, pods.is_some())]);
+        return Ok(vec![one_group(def, w, pg, pods.is_some())?]);
     }
     let mut out = Vec::new();
     for (group_name, members) in &def.gang_members {
@@ -169,13 +169,42 @@ pub fn gangs(def: &Definition, w: &Workload, pods: Option<&[Object]>) -> Result<
     Ok(out)
 }
 
-/// `podGroup`: one group for the workload, one sub-group per node of each listed component;
-/// the members are listed only when the pods are known.
-fn one_group(w: &Workload, pg: &wlmap_schema::PodGroupMapping, observed: bool) -> PodGroup {
+/// `podGroup`: one group for the workload, one sub-group per node of each listed component
+/// (of the instances its `instancesPath` selects); the members are listed only when the pods
+/// are known. The pods of instances a sub-group leaves out are in no group.
+fn one_group(
+    def: &Definition,
+    w: &Workload,
+    pg: &wlmap_schema::PodGroupMapping,
+    observed: bool,
+) -> Result<PodGroup> {
     let gname = gang_name(&[&w.name, &pg.name]);
     let mut subs = Vec::new();
-    for s in &pg.sub_groups {
+    let mut left_out: BTreeSet<&str> = BTreeSet::new();
+    // True once an `instancesPath` selected: the group is then its sub-groups, even none.
+    let mut selected = false;
+    for (i, s) in pg.sub_groups.iter().enumerate() {
+        let only = match w.sub_group_instances.get(i) {
+            Some(Some(Ok(ids))) => {
+                selected = true;
+                Some(ids)
+            }
+            Some(Some(Err(e))) => {
+                return Err(Error::Shape {
+                    definition: def.name(),
+                    component: s.component_name.clone(),
+                    message: format!("no gang groups: the sub-group's instancesPath failed: {e}"),
+                });
+            }
+            _ => None,
+        };
         for n in w.root.walk().filter(|n| n.component == s.component_name) {
+            let covered =
+                only.is_none_or(|ids| n.instance.as_ref().is_some_and(|i| ids.contains(i)));
+            if !covered {
+                left_out.extend(n.all_pods().map(|p| p.name.as_str()));
+                continue;
+            }
             let seg = if n.path.is_empty() {
                 n.segment()
             } else {
@@ -194,24 +223,28 @@ fn one_group(w: &Workload, pg: &wlmap_schema::PodGroupMapping, observed: bool) -
             });
         }
     }
-    let min = if subs.is_empty() {
+    let min = if subs.is_empty() && !selected {
         w.root.desired_pods
     } else {
         subs.iter().map(|s| s.min_member).sum()
     };
     let members: Vec<String> = if observed {
-        w.root.all_pods().map(|p| p.name.clone()).collect()
+        w.root
+            .all_pods()
+            .filter(|p| !left_out.contains(p.name.as_str()))
+            .map(|p| p.name.clone())
+            .collect()
     } else {
         vec![]
     };
-    PodGroup {
+    Ok(PodGroup {
         name: gname,
         incomplete: observed && (members.len() as u64) < min,
         min_member: min,
         sub_groups: subs,
         members,
         topology: pg.topology.clone(),
-    }
+    })
 }
 
 /// The scopes of a `podGroups` entry (one per replica copy of the members' common ancestor,
