@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use wlmap_inventory::{Fed, Feed, ObjectKey};
-use wlmap_kube::live::{Change, Relists, Said, Step};
+use wlmap_kube::live::{Change, DraGate, Relists, Said, Step};
 use wlmap_kube::{Kind, WatchEvent};
 use wlmap_schema::{GroupKind, GroupVersionKind};
 
@@ -292,13 +292,15 @@ pub(crate) async fn watch_workloads(shared: Arc<Shared>, watch_client: kube::Cli
         );
         *writing(&shared.kinds) = kinds.clone();
         *shared.write_feed() = Feed::new(reg, gks.clone());
-        let mut stream = wlmap_kube::watch_stream(&watch_client, "", &kinds, None);
+        let gate = wlmap_kube::live::DraGate::default();
+        let mut stream =
+            wlmap_kube::watch_stream_gated(&watch_client, "", &kinds, None, Some(&gate));
         let mut said = Said::default();
         loop {
             tokio::select! {
                 ev = stream.next() => {
                     let Some(ev) = ev else { break };
-                    on_workload_event(&shared, ev, &mut said);
+                    on_workload_event(&shared, ev, &mut said, &gate);
                 }
                 _ = shared.definitions_changed.notified() => {
                     let reg = reading(&shared.registry).clone();
@@ -325,7 +327,7 @@ fn same_kinds(a: &[Kind], b: &[Kind]) -> bool {
     set(a) == set(b)
 }
 
-fn on_workload_event(shared: &Shared, ev: WatchEvent, said: &mut Said) {
+fn on_workload_event(shared: &Shared, ev: WatchEvent, said: &mut Said, gate: &DraGate) {
     let trim = |v: &mut Value| shared.read_feed().inventory.index().trim(v);
     let ev = match wlmap_kube::live::feed_event(ev, &trim, said) {
         Step::Feed(ev) => ev,
@@ -339,7 +341,11 @@ fn on_workload_event(shared: &Shared, ev: WatchEvent, said: &mut Said) {
         }
         Step::StillFailing => return,
     };
-    let fed = shared.write_feed().on(ev);
+    let fed = {
+        let mut feed = shared.write_feed();
+        let fed = feed.on(ev);
+        gate.after(&feed, fed)
+    };
     match fed {
         Fed::Listing => {}
         Fed::Synced => {

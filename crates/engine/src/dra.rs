@@ -353,6 +353,22 @@ pub fn pod_claim_names(pod: &Value) -> Vec<String> {
     names
 }
 
+/// The ResourceClaims a pod names itself (`spec.resourceClaims[].resourceClaimName`): claims
+/// made apart from it, which several pods may share, and which no pod owns.
+///
+/// ```
+/// let pod = serde_json::json!({"spec": {"resourceClaims": [{"name": "gpu", "resourceClaimName": "shared-gpus"},
+///     {"name": "own", "resourceClaimTemplateName": "t"}]}});
+/// assert_eq!(wlmap_engine::dra::shared_claim_names(&pod), ["shared-gpus"]);
+/// ```
+pub fn shared_claim_names(pod: &Value) -> Vec<String> {
+    array(pod, "/spec/resourceClaims")
+        .iter()
+        .filter_map(|e| e.field("resourceClaimName").and_then(Value::as_str))
+        .map(str::to_string)
+        .collect()
+}
+
 /// The GPU devices allocated to a pod: the allocation results of its claims whose request
 /// asks a GPU class (admin access left out; a device named twice counted once). Claims,
 /// DeviceClasses and ResourceSlices are read through the provider.

@@ -155,12 +155,48 @@ impl PodInfo {
     /// assert_eq!(wlmap_engine::PodInfo::from_pod(&pod, &Default::default()).gpus_held(), 4.0);
     /// ```
     pub fn gpus_held(&self) -> f64 {
-        let plugins = if self.phase == "Running" && !self.extended_by_dra {
+        self.plugin_gpus_held() + self.held.len() as f64
+    }
+
+    /// The GPUs a running pod holds through device plugins (extended resources not backed
+    /// by DRA).
+    fn plugin_gpus_held(&self) -> f64 {
+        if self.phase == "Running" && !self.extended_by_dra {
             self.gpus
         } else {
             0.0
-        };
-        plugins + self.held.len() as f64
+        }
+    }
+
+    /// The GPUs these pods hold together: each pod's device-plugin GPUs, and each DRA device
+    /// once, however many of the pods share the claim it is allocated to.
+    ///
+    /// ```
+    /// use wlmap_engine::{PodInfo, dra::HeldDevice};
+    /// let device = HeldDevice { claim: "shared".into(), request: "gpu".into(), class: "gpu.nvidia.com".into(),
+    ///     driver: "gpu.nvidia.com".into(), pool: "n1".into(), device: "gpu-0".into(), profile: None };
+    /// let pod = |name: &str| {
+    ///     let mut p = PodInfo::from_pod(&wlmap_engine::Object::new(serde_json::json!({"apiVersion": "v1", "kind": "Pod",
+    ///         "metadata": {"name": name}, "status": {"phase": "Running"}})), &Default::default());
+    ///     p.held = vec![device.clone()];
+    ///     p
+    /// };
+    /// let (a, b) = (pod("a"), pod("b"));
+    /// assert_eq!(a.gpus_held() + b.gpus_held(), 2.0); // each pod holds it
+    /// assert_eq!(PodInfo::gpus_held_together([&a, &b]), 1.0); // the workload holds it once
+    /// ```
+    pub fn gpus_held_together<'a>(pods: impl IntoIterator<Item = &'a PodInfo>) -> f64 {
+        let mut devices: BTreeSet<(&str, &str, &str)> = BTreeSet::new();
+        let mut plugins = 0.0;
+        for p in pods {
+            plugins += p.plugin_gpus_held();
+            devices.extend(
+                p.held
+                    .iter()
+                    .map(|d| (d.driver.as_str(), d.pool.as_str(), d.device.as_str())),
+            );
+        }
+        plugins + devices.len() as f64
     }
 }
 
@@ -528,11 +564,33 @@ impl Workload {
     /// assert_eq!(wlmap_engine::resolve(&def, &pod).unwrap().gpus_held(), 0.0);
     /// ```
     pub fn gpus_held(&self) -> f64 {
+        PodInfo::gpus_held_together(self.root.all_pods().chain(&self.unattributed))
+    }
+
+    /// True when the workload asks for devices through DRA claims (a pod template names
+    /// one) or its pods hold some: what it shows then depends on ResourceClaimTemplates,
+    /// shared ResourceClaims, DeviceClasses and ResourceSlices too.
+    ///
+    /// ```
+    /// # let def = wlmap_engine::Definition::compile(wlmap_schema::Karta::example(), wlmap_engine::Origin::Catalog).unwrap();
+    /// let pod = wlmap_engine::Object::new(serde_json::json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+    ///     "spec": {"resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "four-gpus"}]}}));
+    /// assert!(wlmap_engine::resolve(&def, &pod).unwrap().uses_dra());
+    /// ```
+    pub fn uses_dra(&self) -> bool {
+        let claims = |t: &Arc<Value>| {
+            t.pointer("/spec/resourceClaims")
+                .and_then(Value::as_array)
+                .is_some_and(|a| !a.is_empty())
+        };
         self.root
-            .all_pods()
-            .chain(&self.unattributed)
-            .map(PodInfo::gpus_held)
-            .sum()
+            .walk()
+            .any(|n| n.template.as_ref().is_some_and(claims))
+            || self
+                .root
+                .all_pods()
+                .chain(&self.unattributed)
+                .any(|p| !p.held.is_empty())
     }
 
     /// Pods of the workload (their owner chain reaches it): attributed and unattributed.

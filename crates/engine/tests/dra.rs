@@ -321,6 +321,53 @@ fn held_gpus_are_the_gpu_devices_allocated_to_the_pods_claims() {
     );
 }
 
+/// Pods sharing a ResourceClaim by name (`resourceClaimName`; the claim is the user's, no pod
+/// owns it): each pod holds its devices, the workload holds them once.
+fn shared_claim_and_pods() -> (Object, Vec<Object>) {
+    let claims = json!([{"name": "gpu", "resourceClaimName": "team-gpus"}]);
+    let j = job(2, claims.clone(), one_container());
+    let pod = |name: &str| {
+        Object::new(json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": "ml", "uid": format!("uid-{name}"),
+                "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": "train", "uid": "job-1", "controller": true}]},
+            "spec": {"nodeName": "node-a", "resourceClaims": claims, "containers": one_container()},
+            "status": {"phase": "Running"}}))
+    };
+    let device = |d: &str| json!({"request": "gpu", "driver": "gpu.nvidia.com", "pool": "node-a", "device": d});
+    let shared = Object::new(
+        json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+        "metadata": {"name": "team-gpus", "namespace": "ml", "uid": "claim-team"},
+        "spec": {"devices": {"requests": [exactly("gpu.nvidia.com", 2)]}},
+        "status": {"allocation": {"devices": {"results": [device("gpu-0"), device("gpu-1")]}},
+            "reservedFor": [{"resource": "pods", "name": "train-a", "uid": "uid-train-a"},
+                            {"resource": "pods", "name": "train-b", "uid": "uid-train-b"}]}}),
+    );
+    (
+        j,
+        vec![
+            pod("train-a"),
+            pod("train-b"),
+            shared,
+            slice("node-a", 8, 0),
+        ],
+    )
+}
+
+#[test]
+fn devices_of_a_claim_shared_by_name_are_held_once_for_the_workload() {
+    let (j, mut objects) = shared_claim_and_pods();
+    objects.insert(0, j.clone());
+    let def = job_def();
+    let mut w = resolve_with(&def, &j, &ObjectsProvider(&objects)).expect("resolves");
+    attribute(&def, &mut w, &j, &objects).expect("attributes");
+    assert_eq!(gpus(&w), 2.0, "asked: the shared claim's two GPUs, once");
+    assert_eq!(w.gpus_held(), 2.0, "held: its two devices, once");
+    for p in &w.root.pods {
+        assert_eq!(p.held.len(), 2, "each pod holds them: {}", p.name);
+        assert!(p.held.iter().all(|d| d.claim == "team-gpus"));
+    }
+}
+
 #[test]
 fn a_pending_pod_holds_nothing_until_its_claim_is_allocated() {
     let (p, c) = pod_and_claim("train-a", "", json!([]));

@@ -55,19 +55,51 @@ pub struct Feed {
     relisting: BTreeMap<usize, Vec<Object>>,
     /// Kinds listed at least once.
     listed: BTreeSet<usize>,
+    /// Kinds watched only once DRA is in use ([`crate::waits_for_dra_use`]): the feed is
+    /// synced without them.
+    waiting: BTreeSet<usize>,
     synced: bool,
+    /// True once a ResourceClaim or ResourceClaimTemplate was fed ([`crate::is_dra_use`]).
+    uses_dra: bool,
 }
 
 impl Feed {
     /// A feed of these kinds (events name them by index) with these definitions.
     pub fn new(registry: Registry, kinds: Vec<GroupKind>) -> Feed {
+        let waiting = (kinds.iter().enumerate())
+            .filter(|(_, k)| crate::waits_for_dra_use(k))
+            .map(|(i, _)| i)
+            .collect();
         Feed {
             kinds,
             inventory: Inventory::new(registry),
             relisting: BTreeMap::new(),
             listed: BTreeSet::new(),
+            waiting,
             synced: false,
+            uses_dra: false,
         }
+    }
+
+    /// True once the feed has held a ResourceClaim or ResourceClaimTemplate: the watches of
+    /// the kinds that wait for DRA use ([`crate::waits_for_dra_use`]) are to start (a feed
+    /// is synced without them until they list).
+    ///
+    /// ```
+    /// use wlmap_inventory::{Feed, FeedEvent};
+    /// use wlmap_schema::GroupKind;
+    /// let kinds = vec![GroupKind::new("resource.k8s.io", "ResourceClaimTemplate"), GroupKind::new("resource.k8s.io", "ResourceSlice")];
+    /// let mut feed = Feed::new(wlmap_engine::Registry::default(), kinds);
+    /// feed.on(FeedEvent::Relisting(0));
+    /// feed.on(FeedEvent::Listed(0));
+    /// assert!(feed.is_synced() && !feed.uses_dra()); // synced without the slices
+    /// let t = wlmap_engine::Object::new(serde_json::json!({"apiVersion": "resource.k8s.io/v1",
+    ///     "kind": "ResourceClaimTemplate", "metadata": {"name": "four-gpus", "namespace": "ml"}}));
+    /// feed.on(FeedEvent::Applied(0, t));
+    /// assert!(feed.uses_dra());
+    /// ```
+    pub fn uses_dra(&self) -> bool {
+        self.uses_dra
     }
 
     /// True once every kind has been listed.
@@ -88,6 +120,7 @@ impl Feed {
                 return Fed::Listing;
             }
             Event::Applied(i, o) => {
+                self.uses_dra |= self.kinds.get(i).is_some_and(crate::is_dra_use);
                 if let Some(buf) = self.relisting.get_mut(&i) {
                     buf.push(o);
                     return Fed::Listing;
@@ -117,7 +150,7 @@ impl Feed {
         if self.synced {
             return Fed::Touched(touched);
         }
-        if self.listed.len() == self.kinds.len() {
+        if (0..self.kinds.len()).all(|i| self.listed.contains(&i) || self.waiting.contains(&i)) {
             self.synced = true;
             return Fed::Synced;
         }

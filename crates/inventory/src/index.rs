@@ -337,13 +337,26 @@ impl Index {
             .then(|| self.store.dra_cluster_objects())
             .into_iter()
             .flatten();
+        // Claims the pods name themselves: no pod owns them, so they are not below the root.
+        let claim = wlmap_schema::GroupKind::new("resource.k8s.io", "ResourceClaim");
+        let shared: Vec<&Object> = pods
+            .iter()
+            .flat_map(|p| {
+                let key = |name: String| ObjectKey::new(p.namespace(), claim.clone(), &name);
+                wlmap_engine::dra::shared_claim_names(p.json())
+                    .into_iter()
+                    .map(key)
+            })
+            .filter_map(|k| self.store.get(&k))
+            .collect();
         let index = OwnerIndex::from_objects(
             below
                 .iter()
                 .copied()
                 .chain(std::iter::once(root))
                 .chain(above)
-                .chain(cluster_dra),
+                .chain(cluster_dra)
+                .chain(shared),
         );
         wlmap_engine::attribute_indexed(def, &mut w, root, pods, &index)?;
         Ok(w)

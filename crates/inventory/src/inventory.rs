@@ -357,6 +357,14 @@ impl Inventory {
                     .map(ObjectKey::of),
             );
         }
+        if let Some(reach) = DraReach::of(o) {
+            out.extend(
+                self.workloads
+                    .values()
+                    .filter(|e| e.result.as_ref().is_ok_and(|w| reach.covers(w)))
+                    .map(|e| e.key.clone()),
+            );
+        }
         let gk = o.gvk().group_kind();
         if self.index.defs.is_referenced(&gk) {
             out.extend(
@@ -404,6 +412,55 @@ impl Inventory {
             }
         }
         changes
+    }
+}
+
+/// The workloads a DRA object that is in no owner chain can change (a claim made for a pod
+/// is below it, and reaches its workload that way): those that use DRA
+/// ([`wlmap_engine::Workload::uses_dra`]), in the object's namespace for a claim template or
+/// a claim pods share by name, holding a device of the node's pool (or with something not
+/// counted) for a ResourceSlice, all of them for a DeviceClass.
+enum DraReach {
+    Namespace(String),
+    Pool(String),
+    All,
+}
+
+impl DraReach {
+    fn of(o: &Object) -> Option<DraReach> {
+        if !o.api_version().starts_with("resource.k8s.io/") {
+            return None;
+        }
+        match o.kind() {
+            "ResourceClaim" if o.controller_uid().is_none() => {
+                Some(DraReach::Namespace(o.namespace().to_string()))
+            }
+            "ResourceClaimTemplate" => Some(DraReach::Namespace(o.namespace().to_string())),
+            "DeviceClass" => Some(DraReach::All),
+            "ResourceSlice" => o
+                .json()
+                .pointer("/spec/pool/name")
+                .and_then(serde_json::Value::as_str)
+                .map(|p| DraReach::Pool(p.to_string())),
+            _ => None,
+        }
+    }
+
+    fn covers(&self, w: &wlmap_engine::Workload) -> bool {
+        if !w.uses_dra() {
+            return false;
+        }
+        match self {
+            DraReach::Namespace(ns) => w.namespace == *ns,
+            DraReach::Pool(pool) => {
+                !w.notes.is_empty()
+                    || w.root
+                        .all_pods()
+                        .chain(&w.unattributed)
+                        .any(|p| p.held.iter().any(|d| d.pool == *pool))
+            }
+            DraReach::All => true,
+        }
     }
 }
 

@@ -115,3 +115,28 @@ pub fn kinds_to_follow(reg: &Registry, roots: &[GroupVersionKind]) -> BTreeSet<G
     );
     want
 }
+
+/// True for the kinds a live view watches only once DRA is in use, that is once it holds a
+/// ResourceClaim or ResourceClaimTemplate ([`is_dra_use`]): the cluster's DeviceClasses and
+/// the nodes' ResourceSlices, read only to tell which claimed devices are GPUs and what they
+/// are. A cluster whose workloads claim nothing never lists them.
+///
+/// ```
+/// use wlmap_schema::GroupKind;
+/// assert!(wlmap_inventory::waits_for_dra_use(&GroupKind::new("resource.k8s.io", "ResourceSlice")));
+/// assert!(!wlmap_inventory::waits_for_dra_use(&GroupKind::new("resource.k8s.io", "ResourceClaim")));
+/// ```
+pub fn waits_for_dra_use(g: &wlmap_schema::GroupKind) -> bool {
+    g.group == "resource.k8s.io" && (g.kind == "DeviceClass" || g.kind == "ResourceSlice")
+}
+
+/// True for the kinds whose objects are DRA in use: ResourceClaims and ResourceClaimTemplates
+/// (made by a user for a workload, or for a pod from its template).
+///
+/// ```
+/// use wlmap_schema::GroupKind;
+/// assert!(wlmap_inventory::is_dra_use(&GroupKind::new("resource.k8s.io", "ResourceClaimTemplate")));
+/// ```
+pub fn is_dra_use(g: &wlmap_schema::GroupKind) -> bool {
+    g.group == "resource.k8s.io" && (g.kind == "ResourceClaim" || g.kind == "ResourceClaimTemplate")
+}

@@ -40,5 +40,7 @@ pub use feed::{Event as FeedEvent, Fed, Feed};
 pub use index::{Entry, Index};
 pub use inventory::{Change, ChangeKind, Inventory};
 pub use key::ObjectKey;
-pub use kinds::{kinds_to_follow, kinds_to_watch, may_own_pods, referenced_kinds};
+pub use kinds::{
+    is_dra_use, kinds_to_follow, kinds_to_watch, may_own_pods, referenced_kinds, waits_for_dra_use,
+};
 pub use placement::{OwnerRef, Placement};

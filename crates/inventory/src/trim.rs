@@ -53,8 +53,87 @@ pub(crate) fn trim(obj: &mut Value, known: impl Fn(&GroupKind) -> bool) {
     trim_metadata(obj);
     if is_pod(obj) && controller_kind(obj).is_some_and(|gk| known(&gk)) {
         trim_pod(obj);
+    } else if let Some(kind) = dra_kind(obj) {
+        trim_dra(obj, &kind);
     }
     compact(obj);
+}
+
+/// The kind of a DRA object (`resource.k8s.io`).
+fn dra_kind(obj: &Value) -> Option<String> {
+    let api_version = obj.get("apiVersion").and_then(Value::as_str)?;
+    api_version
+        .starts_with("resource.k8s.io/")
+        .then(|| obj.get("kind").and_then(Value::as_str).map(str::to_string))
+        .flatten()
+}
+
+/// Of a DRA object, what the GPUs asked for and held are read from (the engine's `dra`
+/// module): a claim's requests and allocation results, a template's requests, a
+/// DeviceClass's selectors and extended-resource name, a ResourceSlice's devices by name with
+/// their `type` and `profile`. Driver configuration, device status, the pods a claim is
+/// reserved for, capacities and counters are most of their bytes and never read.
+fn trim_dra(obj: &mut Value, kind: &str) {
+    let Some(m) = obj.as_object_mut() else { return };
+    match kind {
+        "ResourceClaim" => {
+            requests_only(object_at(m, "spec"));
+            if let Some(status) = object_at(m, "status") {
+                keep(status, &["allocation"]);
+                let devices = object_at(status, "allocation").and_then(|a| {
+                    keep(a, &["devices"]);
+                    object_at(a, "devices")
+                });
+                if let Some(d) = devices {
+                    keep(d, &["results"]);
+                    each(d, "results", ALLOCATION_RESULT);
+                }
+            }
+        }
+        "ResourceClaimTemplate" => requests_only(object_at(m, "spec").and_then(|s| {
+            keep(s, &["spec"]);
+            object_at(s, "spec")
+        })),
+        "DeviceClass" => {
+            if let Some(spec) = object_at(m, "spec") {
+                keep(spec, &["selectors", "extendedResourceName"]);
+            }
+        }
+        "ResourceSlice" => {
+            if let Some(spec) = object_at(m, "spec") {
+                keep(spec, &["driver", "nodeName", "pool", "devices"]);
+                if let Some(pool) = object_at(spec, "pool") {
+                    keep(pool, &["name"]);
+                }
+                each(spec, "devices", &["name", "attributes"]);
+                for d in list_items(spec, "devices") {
+                    if let Some(a) = object_at(d, "attributes") {
+                        keep(a, &["type", "profile"]);
+                    }
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Allocation result fields kept: which request, and which device of which driver's pool.
+const ALLOCATION_RESULT: &[&str] = &["request", "driver", "pool", "device", "adminAccess"];
+
+/// A claim spec (`spec` of a ResourceClaim, `spec.spec` of a template) kept to its device
+/// requests.
+fn requests_only(spec: Option<&mut Map<String, Value>>) {
+    if let Some(spec) = spec {
+        keep(spec, &["devices"]);
+        if let Some(d) = object_at(spec, "devices") {
+            keep(d, &["requests"]);
+        }
+    }
+}
+
+/// The map at `key`, when there is one.
+fn object_at<'a>(m: &'a mut Map<String, Value>, key: &str) -> Option<&'a mut Map<String, Value>> {
+    m.get_mut(key).and_then(Value::as_object_mut)
 }
 
 /// The kind of the object's controller, when it has one.

@@ -5,7 +5,7 @@
 use crate::Entry;
 use serde::Serialize;
 use std::collections::BTreeMap;
-use wlmap_engine::{Definition, GpuPolicy, Node, Phase, Workload};
+use wlmap_engine::{Definition, GpuPolicy, Node, Phase, PodInfo, Workload};
 
 /// `definition` block.
 #[derive(Serialize)]
@@ -258,8 +258,7 @@ fn node(n: &Node, observed: bool, gpu: &GpuPolicy) -> NodeView {
         desired_pods: n.desired_pods,
         resources: GpuOnly {
             gpus: n.resources.gpus(gpu),
-            gpus_held: observed
-                .then(|| n.walk().flat_map(|x| &x.pods).map(|p| p.gpus_held()).sum()),
+            gpus_held: observed.then(|| PodInfo::gpus_held_together(n.all_pods())),
         },
         resource_claims: resource_claims(n),
         pods: n

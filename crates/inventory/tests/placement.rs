@@ -69,11 +69,13 @@ fn a_pod_placed_before_it_exists_joins_the_group_it_is_in_once_held() {
             .and_then(|o| full.definition_for(o))
             .is_some_and(|d| d.has_gangs());
         let expected = group_when_held(&full, &top, pod);
-        // The same namespace (one fixture state) without this pod: the pod is being created.
+        // The same namespace (one fixture state) and the cluster-scoped objects (a TrainJob's
+        // ClusterTrainingRuntime) without this pod: the pod is being created.
         let before = Index::new(
             reg.clone(),
             all.iter()
-                .filter(|o| o.namespace() == pod.namespace() && ObjectKey::of(o) != key)
+                .filter(|o| o.namespace() == pod.namespace() || o.namespace().is_empty())
+                .filter(|o| ObjectKey::of(o) != key)
                 .cloned(),
         );
         for (what, p, expected) in [

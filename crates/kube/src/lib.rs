@@ -580,14 +580,15 @@ impl Cluster {
     /// Watch these kinds (in a namespace, or all) until `on` says stop: one watch per kind,
     /// resuming from the last resourceVersion seen, relisting when the server no longer has
     /// it (410 Gone), with bookmarks, retried with backoff when a watch fails. Objects are
-    /// handed over with `apiVersion` and `kind` set, as [`Cluster::list`] gives them.
+    /// handed over with `apiVersion` and `kind` set, as [`Cluster::list`] gives them. With a
+    /// gate, the kinds that wait for DRA use start once it opens ([`watch_stream_gated`]).
     ///
     /// ```no_run
     /// # let cluster = wlmap_kube::Cluster::connect(&wlmap_kube::ConnectOptions::default()).unwrap();
     /// # let pods = cluster.resource(&wlmap_schema::GroupVersionKind::new("", "v1", "Pod")).unwrap().unwrap();
     /// use std::ops::ControlFlow;
     /// let mut seen = 0;
-    /// cluster.watch(&[pods], Some("default"), |e| match e {
+    /// cluster.watch(&[pods], Some("default"), None, |e| match e {
     ///     wlmap_kube::WatchEvent::Listed(_) => ControlFlow::Break(()),
     ///     _ => { seen += 1; ControlFlow::Continue(()) }
     /// });
@@ -596,10 +597,11 @@ impl Cluster {
         &self,
         kinds: &[Kind],
         ns: Option<&str>,
+        gate: Option<&live::DraGate>,
         mut on: impl FnMut(WatchEvent) -> std::ops::ControlFlow<()>,
     ) {
         use futures::StreamExt;
-        let mut all = watch_stream(&self.watch_client, &self.server, kinds, ns);
+        let mut all = watch_stream_gated(&self.watch_client, &self.server, kinds, ns, gate);
         self.rt.block_on(async {
             while let Some(event) = all.next().await {
                 if on(event).is_break() {
@@ -880,9 +882,48 @@ pub fn watch_stream(
     kinds: &[Kind],
     ns: Option<&str>,
 ) -> futures::stream::BoxStream<'static, WatchEvent> {
+    watch_stream_gated(client, server, kinds, ns, None)
+}
+
+/// [`watch_stream`] where the kinds that wait for DRA use
+/// ([`wlmap_inventory::waits_for_dra_use`]) start watching only once `gate` opens.
+pub fn watch_stream_gated(
+    client: &Client,
+    server: &str,
+    kinds: &[Kind],
+    ns: Option<&str>,
+    gate: Option<&live::DraGate>,
+) -> futures::stream::BoxStream<'static, WatchEvent> {
+    use futures::StreamExt;
+    let streams = kinds.iter().enumerate().map(|(i, k)| {
+        let stream = kind_stream(client, server, i, k, ns);
+        match gate.filter(|_| wlmap_inventory::waits_for_dra_use(&k.group_kind())) {
+            Some(gate) => {
+                let gate = gate.clone();
+                futures::stream::once(async move {
+                    gate.opened().await;
+                    stream
+                })
+                .flatten()
+                .boxed()
+            }
+            None => stream,
+        }
+    });
+    futures::stream::select_all(streams).boxed()
+}
+
+/// The watch of one kind, at index `i` of the kinds watched.
+fn kind_stream(
+    client: &Client,
+    server: &str,
+    i: usize,
+    k: &Kind,
+    ns: Option<&str>,
+) -> futures::stream::BoxStream<'static, WatchEvent> {
     use futures::StreamExt;
     use kube::runtime::{WatchStreamExt, watcher};
-    let streams = kinds.iter().enumerate().map(|(i, k)| {
+    {
         let api: kube::Api<kube::api::DynamicObject> = match (k.namespaced, ns) {
             (true, Some(n)) => kube::Api::namespaced_with(client.clone(), n, &k.api_resource()),
             _ => kube::Api::all_with(client.clone(), &k.api_resource()),
@@ -901,8 +942,7 @@ pub fn watch_stream(
                 Err(e) => WatchEvent::Failed(i, watch_error(&server, e, &resource.plural)),
             })
             .boxed()
-    });
-    futures::stream::select_all(streams).boxed()
+    }
 }
 
 fn watch_error(server: &str, e: kube::runtime::watcher::Error, plural: &str) -> Error {

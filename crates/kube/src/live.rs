@@ -52,6 +52,52 @@ pub fn feed_event(ev: WatchEvent, trim: &dyn Fn(&mut Value), said: &mut Said) ->
     })
 }
 
+/// The gate the watches of the kinds that wait for DRA use
+/// ([`wlmap_inventory::waits_for_dra_use`]) start behind: opened once the inventory they feed
+/// holds a claim or claim template ([`wlmap_inventory::Feed::uses_dra`]); it stays open.
+///
+/// ```
+/// let gate = wlmap_kube::live::DraGate::default();
+/// assert!(!gate.is_open());
+/// gate.open();
+/// assert!(gate.is_open());
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct DraGate(std::sync::Arc<(std::sync::atomic::AtomicBool, tokio::sync::Notify)>);
+
+impl DraGate {
+    /// Open the gate (once open, again does nothing).
+    pub fn open(&self) {
+        if !self.0.0.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            self.0.1.notify_waiters();
+        }
+    }
+
+    /// True once opened.
+    pub fn is_open(&self) -> bool {
+        self.0.0.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Wait until it is open.
+    pub async fn opened(&self) {
+        loop {
+            let notified = self.0.1.notified();
+            if self.is_open() {
+                return;
+            }
+            notified.await;
+        }
+    }
+
+    /// Open the gate when the feed now uses DRA; what the feed did, passed on.
+    pub fn after<T>(&self, feed: &wlmap_inventory::Feed, fed: T) -> T {
+        if feed.uses_dra() {
+            self.open();
+        }
+        fed
+    }
+}
+
 /// What a watch event means for a store of plain objects that a listing replaces whole.
 #[derive(Debug)]
 pub enum Change {

@@ -77,20 +77,25 @@ fn watch_cluster(conn: Connection, ctx: &Context) -> Result<Arc<Live>> {
     let feeder = live.clone();
     std::thread::spawn(move || {
         let mut said = wlmap_kube::live::Said::default();
-        conn.cluster.watch(&kinds, ns.as_deref(), |ev| {
-            let trim = |v: &mut serde_json::Value| feeder.read(&mut |inv| inv.index().trim(v));
-            match feed_event(ev, feeder.synced(), &mut said, &trim) {
-                Ok(Some(e)) => {
-                    feeder.update(|feed| feed.on(e));
+        let gate = wlmap_kube::live::DraGate::default();
+        conn.cluster
+            .watch(&kinds, ns.as_deref(), Some(&gate), |ev| {
+                let trim = |v: &mut serde_json::Value| feeder.read(&mut |inv| inv.index().trim(v));
+                match feed_event(ev, feeder.synced(), &mut said, &trim) {
+                    Ok(Some(e)) => {
+                        feeder.update(|feed| {
+                            let fed = feed.on(e);
+                            gate.after(feed, fed)
+                        });
+                    }
+                    Ok(None) => {}
+                    Err(f) => {
+                        eprintln!("wlmap: error: {}", crate::exit::one_line(&f.error));
+                        std::process::exit(f.code as i32);
+                    }
                 }
-                Ok(None) => {}
-                Err(f) => {
-                    eprintln!("wlmap: error: {}", crate::exit::one_line(&f.error));
-                    std::process::exit(f.code as i32);
-                }
-            }
-            ControlFlow::Continue(())
-        });
+                ControlFlow::Continue(())
+            });
     });
     Ok(live)
 }

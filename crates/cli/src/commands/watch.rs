@@ -82,10 +82,15 @@ pub fn follow(
     let mut feed = Feed::new(ctx.reg().clone(), kinds_fed);
     let mut said = Said::default();
     let mut fatal: Option<Failure> = None;
-    conn.cluster.watch(kinds, ns, |ev| {
+    let gate = wlmap_kube::live::DraGate::default();
+    conn.cluster.watch(kinds, ns, Some(&gate), |ev| {
         let trim = |v: &mut serde_json::Value| feed.inventory.index().trim(v);
-        let fed = feed_event(ev, feed.is_synced(), &mut said, &trim)
-            .map(|e| e.map_or(Fed::Listing, |e| feed.on(e)));
+        let fed = feed_event(ev, feed.is_synced(), &mut said, &trim).map(|e| {
+            e.map_or(Fed::Listing, |e| {
+                let fed = feed.on(e);
+                gate.after(&feed, fed)
+            })
+        });
         match fed.and_then(|fed| on(&feed, fed)) {
             Ok(()) => ControlFlow::Continue(()),
             Err(f) => {

@@ -232,7 +232,7 @@ fn node_summary(n: &Node, observed: bool, gpu: &GpuPolicy) -> String {
     parts.push(format!("gpu: {}", num(n.resources.gpus(gpu))));
     let devices: usize = n.all_pods().map(|p| p.held.len()).sum();
     if observed && devices > 0 {
-        let held: f64 = n.all_pods().map(|p| p.gpus_held()).sum();
+        let held = wlmap_engine::PodInfo::gpus_held_together(n.all_pods());
         parts.push(format!("held: {}", num(held)));
     }
     let claims = wlmap_inventory::view::resource_claims(n);
