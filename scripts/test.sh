@@ -78,7 +78,7 @@ else
   cargo build -p wlmap-cli --locked
   tier e2e testbed/with-testbed.sh cargo test -p wlmap-e2e --locked --test e2e --test faults --test install \
     -- --include-ignored --test-threads=1
-  tier scheduling env WLMAP_TESTBED_OPERATORS=kuberay,jobset,lws,training-operator,trainer,coscheduling testbed/with-testbed.sh \
+  tier scheduling env WLMAP_TESTBED_OPERATORS=kuberay,jobset,lws,training-operator,trainer,coscheduling,kueue testbed/with-testbed.sh \
     cargo test -p wlmap-e2e --locked --test scheduling --test controller --test chart -- --include-ignored --test-threads=1
 fi
 

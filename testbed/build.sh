@@ -131,6 +131,7 @@ ADDONS=(
   "mpi-operator|github.com/kubeflow/mpi-operator@v0.8.0|./cmd/mpi-operator|mpi-operator|manifests|"
   "scheduler-plugins|sigs.k8s.io/scheduler-plugins@v0.34.7|./cmd/scheduler|scheduler-plugins-scheduler|config/crd/bases||$SCHEDULER_PLUGINS_REPLACES"
   "scheduler-plugins-controller|sigs.k8s.io/scheduler-plugins@v0.34.7|./cmd/controller|scheduler-plugins-controller|||$SCHEDULER_PLUGINS_REPLACES"
+  "kueue|sigs.k8s.io/kueue@v0.17.0|./cmd/kueue|kueue-manager|config|"
   "crane|github.com/google/go-containerregistry@v0.20.6|./cmd/crane|crane||"
   "krew|sigs.k8s.io/krew@v0.4.3|./cmd/krew|kubectl-krew||"
   "validate-krew-manifest|sigs.k8s.io/krew@v0.4.3|./cmd/validate-krew-manifest|validate-krew-manifest||"

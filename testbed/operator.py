@@ -17,8 +17,10 @@ writes
                                serving certificate), the webhook server on 127.0.0.1 with
                                the port of URL (JobSet, LWS: OUT_DIR as its certificate
                                directory), the health probe on 127.0.0.1:$PROBE_PORT
-                               (environment), Trainer's status server on $STATUS_PORT, and no
-                               metrics listener; not written for an operator without one
+                               (environment), Trainer's status server on $STATUS_PORT, no
+                               metrics listener, and the keys of $CONFIG_PATCH (a JSON
+                               object, when set: Kueue's integrations) put over the top level;
+                               not written for an operator without one
   OUT_DIR/NAME-args            the container's arguments, one a line, without those this
                                replaces (--config, --leader-elect)
   OUT_DIR/NAME-env             its literal environment and the namespace and name of the
@@ -70,10 +72,11 @@ def manager_config(config, url, out):
             config["statusServer"] = {**config["statusServer"],
                                       "port": int(os.environ["STATUS_PORT"])}
     else:
-        # JobSet, LWS (controller-runtime's ControllerManagerConfiguration layout).
+        # JobSet, LWS, Kueue (controller-runtime's ControllerManagerConfiguration layout).
         config.setdefault("internalCertManagement", {})["enable"] = False
         config["webhook"] = {**config.get("webhook", {}), "host": "127.0.0.1", "port": port,
                              "certDir": out}
+    config.update(json.loads(os.environ.get("CONFIG_PATCH") or "{}"))
     return config
 
 

@@ -26,7 +26,9 @@
 #                              mpi-operator (MPIJob v2beta1; with training-operator, that one
 #                              runs without its MPIJob v1), coscheduling (scheduler-plugins'
 #                              scheduler with the Coscheduling plugin, as the second scheduler
-#                              `scheduler-plugins-scheduler`, and its PodGroup controller)
+#                              `scheduler-plugins-scheduler`, and its PodGroup controller),
+#                              kueue (Kueue with its `batch/job`, `pod` and
+#                              `ray.io/raycluster` integrations on)
 #   WLMAP_TESTBED_START_TIMEOUT  seconds to wait for readiness (default 120)
 #   WLMAP_TESTBED_KEEP=1       on failure keep DIR (logs) instead of removing it
 set -euo pipefail
@@ -46,8 +48,8 @@ SCHEDULING="${WLMAP_TESTBED_SCHEDULING:-0}"
 OPERATORS="${WLMAP_TESTBED_OPERATORS:-}"
 for op in ${OPERATORS//,/ }; do
   case "$op" in
-    kuberay|jobset|lws|training-operator|trainer|mpi-operator|coscheduling) ;;
-    *) die "unknown operator $op (known: kuberay, jobset, lws, training-operator, trainer, mpi-operator, coscheduling)" ;;
+    kuberay|jobset|lws|training-operator|trainer|mpi-operator|coscheduling|kueue) ;;
+    *) die "unknown operator $op (known: kuberay, jobset, lws, training-operator, trainer, mpi-operator, coscheduling, kueue)" ;;
   esac
 done
 case ",$OPERATORS," in *,trainer,*)
@@ -532,7 +534,8 @@ start_operator() {
   fi
   "$BIN/kubectl" kustomize "$manifests/$overlay" >"$DIR/$name/rendered.yaml" 2>>"$DIR/logs/setup.log" \
     || die "kubectl kustomize $manifests/$overlay failed (see $DIR/logs/setup.log)"
-  PROBE_PORT="$probe" STATUS_PORT="$status" EXCLUDE_CRDS="${EXCLUDE_CRDS[$name]:-}" python3 "$HERE/operator.py" "$name" "$DIR/$name/rendered.yaml" "$DIR/$name" \
+  PROBE_PORT="$probe" STATUS_PORT="$status" EXCLUDE_CRDS="${EXCLUDE_CRDS[$name]:-}" \
+    CONFIG_PATCH="${CONFIG_PATCH[$name]:-}" python3 "$HERE/operator.py" "$name" "$DIR/$name/rendered.yaml" "$DIR/$name" \
     "https://127.0.0.1:$webhook" "$ca" "$deployment" "$groups" \
     2>>"$DIR/logs/setup.log" || die "testbed/operator.py $name failed (see $DIR/logs/setup.log)"
   # Server-side: the CRDs are larger than client-side apply's annotation allows.
@@ -564,6 +567,10 @@ start_operator() {
       cp "$PKI/rotator.crt" "$DEFAULT_CERT_DIR/tls.crt"
       cp "$PKI/rotator.key" "$DEFAULT_CERT_DIR/tls.key"
     fi
+    if [ -n "${FIXED_CERT_DIR[$name]:-}" ]; then
+      { mkdir -p "${FIXED_CERT_DIR[$name]}" && cp "$DIR/$name/tls.crt" "$DIR/$name/tls.key" "${FIXED_CERT_DIR[$name]}/"; } \
+        2>>"$DIR/logs/setup.log" || die "$name reads its certificate from ${FIXED_CERT_DIR[$name]}, which this user cannot write (run as root, or leave $name out of WLMAP_TESTBED_OPERATORS)"
+    fi
     args+=(--config="$DIR/$name/$name-config.yaml")
   fi
   launch "$binary" env "${env[@]}" "$BIN/$binary" --kubeconfig="$KUBECONFIG_ADMIN" "${args[@]}"
@@ -580,7 +587,7 @@ start_operator() {
   fi
   log "$name operator ready (webhooks on 127.0.0.1:$webhook)"
 }
-declare -A OPERATOR_PID=() EXCLUDE_CRDS=() EXTRA_ARGS=()
+declare -A OPERATOR_PID=() EXCLUDE_CRDS=() EXTRA_ARGS=() CONFIG_PATCH=() FIXED_CERT_DIR=()
 # MPIJob has two operators with one CRD name (mpijobs.kubeflow.org): the training operator's
 # v1 and the MPI operator's v2beta1, which the catalog reads. With both, the training operator
 # runs without its MPIJob (its own --enable-scheme flag, every other kind it serves named).
@@ -595,7 +602,23 @@ OPERATOR_TABLE=(
   "lws|lws-manager|default|lws-controller-manager|leaderworkerset.x-k8s.io,disaggregatedset.x-k8s.io|config|||crd/leaderworkersets.leaderworkerset.x-k8s.io"
   "training-operator|training-operator|overlays/standalone|training-operator|kubeflow.org|rotator|||crd/pytorchjobs.kubeflow.org crd/mpijobs.kubeflow.org"
   "trainer|trainer-manager|overlays/manager|kubeflow-trainer-controller-manager|trainer.kubeflow.org|default-dir|third-party/jobset|overlays/runtimes|crd/trainjobs.trainer.kubeflow.org crd/clustertrainingruntimes.trainer.kubeflow.org"
+  "kueue|kueue-manager|default|kueue-controller-manager|kueue.x-k8s.io|config|||crd/workloads.kueue.x-k8s.io crd/clusterqueues.kueue.x-k8s.io crd/localqueues.kueue.x-k8s.io crd/resourceflavors.kueue.x-k8s.io"
 )
+# Kueue's integrations (its configuration's `integrations.frameworks`): plain pods, which is
+# what wlmap's Kueue pod groups are made of, and kinds Kueue runs itself (a RayCluster), for
+# wlmap to leave to it. Every other kind, the JobSet among them, is one Kueue has no
+# integration for here. `batch/job` stays on: Kueue v0.17's Job webhook is installed whatever
+# the configuration says and, with its integration off, fails every Job it is sent
+# (pkg/controller/jobs/job/job_webhook.go sets up no no-op webhook, unlike the others). A Job
+# without a queue label is left alone by it.
+CONFIG_PATCH[kueue]='{"integrations": {"frameworks": ["batch/job", "pod", "ray.io/raycluster"]}}'
+# With its own certificate management off, Kueue reads its metrics server's certificate from
+# a fixed path (cmd/kueue/main.go), even with no metrics listener: the webhook's certificate.
+FIXED_CERT_DIR[kueue]=/etc/kueue/metrics/certs
+# Its pending-workloads visibility server (an aggregated API behind a Service, with a
+# certificate at another fixed path) is not installed: its feature gate is off.
+EXTRA_ARGS[kueue]="--feature-gates=VisibilityOnDemand=false"
+
 for row in "${OPERATOR_TABLE[@]}"; do
   IFS='|' read -r name binary overlay deployment groups certs drop after crds <<<"$row"
   case ",$OPERATORS," in *,"$name",*) ;; *) continue ;; esac

@@ -30,6 +30,15 @@ app.kubernetes.io/component: controller
 {{- end -}}
 {{- end -}}
 
+{{/* The webhook configurations' name. With Kueue it sorts before Kueue's own
+(kueue-mutating-webhook-configuration): the API server calls mutating webhooks in the order of
+their configurations' names, and Kueue's must see the pod group's labels. */}}
+{{- define "wlmap.webhookConfig" -}}
+{{- if eq .Values.scheduler "kueue" -}}00-{{ include "wlmap.fullname" . }}
+{{- else -}}{{ include "wlmap.fullname" . }}
+{{- end -}}
+{{- end -}}
+
 {{- define "wlmap.gangGroup" -}}
 {{- if eq .Values.scheduler "coscheduling" -}}scheduling.x-k8s.io
 {{- else if eq .Values.scheduler "volcano" -}}scheduling.volcano.sh

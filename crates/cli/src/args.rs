@@ -410,8 +410,16 @@ pub struct ControllerArgs {
     #[arg(long)]
     pub webhook_host: Vec<String>,
     /// The MutatingWebhookConfiguration the controller keeps (self-managed certificates).
+    /// With `--scheduler kueue` its name must sort before Kueue's
+    /// (`kueue-mutating-webhook-configuration`): the API server calls mutating webhooks in the
+    /// order of their configurations' names, and Kueue's must see the pod group's labels.
     #[arg(long, default_value = "wlmap")]
     pub webhook_config: String,
+    /// With `--scheduler kueue`: Kueue's integrations that are on (its configuration's
+    /// `integrations.frameworks`, comma-separated); a workload of such a kind labelled with
+    /// a queue is Kueue's own, and wlmap writes no pod group for it. Default: Kueue v0.17's.
+    #[arg(long, value_delimiter = ',', default_values_t = wlmap_controller::gangs::KUEUE_FRAMEWORKS.iter().map(|f| f.to_string()))]
+    pub kueue_frameworks: Vec<String>,
     /// Serving certificate from a file (cert-manager); the CA injector fills the caBundle.
     #[arg(long, requires = "tls_key_file")]
     pub tls_cert_file: Option<PathBuf>,

@@ -1493,3 +1493,18 @@ fn describe_shows_what_the_schedulers_say_of_the_gang() {
         "{v}"
     );
 }
+
+/// With `--scheduler kueue` the controller's pod webhook must be called before Kueue's (the API
+/// server calls mutating webhooks in the order of their configurations' names): a name that
+/// sorts after Kueue's is refused before anything runs, saying what to do.
+#[test]
+fn the_kueue_controller_refuses_a_webhook_configuration_kueue_would_precede() {
+    let o = wlmap(&["controller", "--scheduler", "kueue"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(
+        e.contains("kueue-mutating-webhook-configuration")
+            && e.contains("--webhook-config 00-wlmap"),
+        "{e}"
+    );
+}

@@ -96,6 +96,59 @@ pub fn decide(
     })
 }
 
+/// Kueue's integrations on by default (sigs.k8s.io/kueue v0.17.0
+/// config/components/manager/controller_manager_config.yaml, `integrations.frameworks`).
+pub const KUEUE_FRAMEWORKS: &[&str] = &[
+    "batch/job",
+    "kubeflow.org/mpijob",
+    "ray.io/rayjob",
+    "ray.io/raycluster",
+    "ray.io/rayservice",
+    "jobset.x-k8s.io/jobset",
+    "kubeflow.org/paddlejob",
+    "kubeflow.org/pytorchjob",
+    "kubeflow.org/tfjob",
+    "kubeflow.org/xgboostjob",
+    "kubeflow.org/jaxjob",
+    "workload.codeflare.dev/appwrapper",
+    "trainer.kubeflow.org/trainjob",
+    "pod",
+    "deployment",
+    "statefulset",
+    "leaderworkerset.x-k8s.io/leaderworkerset",
+];
+
+/// The name of Kueue's MutatingWebhookConfiguration (its install's, kustomize and Helm):
+/// wlmap's must sort before it.
+pub const KUEUE_WEBHOOK_CONFIG: &str = "kueue-mutating-webhook-configuration";
+
+/// Why Kueue runs a workload itself, when it does: the workload names a LocalQueue
+/// (`kueue.x-k8s.io/queue-name`) and Kueue's integration for its kind is on (`frameworks`,
+/// named as Kueue's configuration names them). Kueue then admits it whole through its own
+/// integration, and wlmap writes no pod group for it.
+///
+/// ```
+/// let js = wlmap_engine::Object::new(serde_json::json!({"apiVersion": "jobset.x-k8s.io/v1alpha2",
+///     "kind": "JobSet", "metadata": {"name": "js", "labels": {"kueue.x-k8s.io/queue-name": "team"}}}));
+/// let on = |f: &[&str]| f.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+/// assert!(wlmap_controller::gangs::kueue_runs_itself(&js, &on(&["jobset.x-k8s.io/jobset"])).is_some());
+/// assert!(wlmap_controller::gangs::kueue_runs_itself(&js, &on(&["pod"])).is_none());
+/// ```
+pub fn kueue_runs_itself(root: &Object, frameworks: &[String]) -> Option<String> {
+    let queue = root.json()["metadata"]["labels"][wlmap_engine::KUEUE_QUEUE_LABEL].as_str()?;
+    let gvk = root.gvk();
+    let kind = gvk.kind.to_lowercase();
+    let name = match (gvk.group.as_str(), kind.as_str()) {
+        ("", "pod") | ("apps", "deployment") | ("apps", "statefulset") => kind.clone(),
+        (group, _) => format!("{group}/{kind}"),
+    };
+    frameworks.contains(&name).then(|| {
+        format!(
+            "Kueue admits it itself (its integration {name} is on; queue {queue}): wlmap writes no pod group for it"
+        )
+    })
+}
+
 /// Why a workload needs no gang from wlmap, when something else gangs it: a member pod
 /// already names a scheduling group that is not wlmap's (`spec.schedulingGroup`: the v1.37
 /// Job controller with `WorkloadWithJob`, an operator that sets it), or the workload owns a

@@ -82,6 +82,9 @@ pub struct Options {
     pub endpoint: Endpoint,
     /// The MutatingWebhookConfiguration the controller keeps (self-managed certificates).
     pub webhook_config: String,
+    /// Kueue's integrations that are on (`--scheduler kueue`): see
+    /// [`crate::gangs::kueue_runs_itself`].
+    pub kueue_frameworks: Vec<String>,
     /// Which wlmap this is.
     pub build: Build,
 }

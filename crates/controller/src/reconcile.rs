@@ -3,7 +3,7 @@
 //! apply, deletes preconditioned on uid), retrying failures with a per-workload backoff.
 
 use crate::error::Error;
-use crate::gangs::{Action, Decision, GangStore, decide, is_ours, owned_by};
+use crate::gangs::{Action, Decision, GangStore, decide, is_ours, kueue_runs_itself, owned_by};
 use crate::metrics::Metrics;
 use crate::options::FIELD_MANAGER;
 use crate::queue::Backoff;
@@ -14,7 +14,7 @@ use futures::{Stream, StreamExt};
 use kube::api::{DeleteParams, DynamicObject, Patch, PatchParams, Preconditions};
 use serde_json::{Value, json};
 use std::sync::Arc;
-use wlmap_engine::{GangKind, Object};
+use wlmap_engine::{GangKind, Object, SchedulerFormat};
 use wlmap_inventory::ObjectKey;
 
 /// What a reconcile did (the `result` label of its metric).
@@ -87,7 +87,16 @@ pub async fn reconcile(shared: &Shared, key: &ObjectKey) -> Result<Outcome, Erro
             None => None,
             Some(e) => {
                 let pods = feed.inventory.index().pods_below(key);
-                let d = decide(e, &pods, &reading(&shared.gang_objects), format)?;
+                let kueue = (format == SchedulerFormat::Kueue)
+                    .then(|| kueue_runs_itself(&e.object, &shared.opts.kueue_frameworks))
+                    .flatten();
+                let d = match kueue {
+                    Some(why) => Decision {
+                        stepped_aside: Some(why),
+                        ..Decision::default()
+                    },
+                    None => decide(e, &pods, &reading(&shared.gang_objects), format)?,
+                };
                 Some((d, e.object.clone()))
             }
         }

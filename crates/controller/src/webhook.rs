@@ -61,7 +61,10 @@ async fn decide(shared: &Arc<Shared>, review: &Value) -> (&'static str, Value) {
     for _ in 0..=MAX_OWNER_DEPTH {
         let placement = shared.read_feed().inventory.index().place_pod(&pod, format);
         match placement {
-            Placement::Group { tags, .. } => {
+            Placement::Group { tags, workload, .. } => {
+                if kueue_runs(shared, &workload) {
+                    return ("no_gang", answer(review, None, None));
+                }
                 let p = patch(pod.json(), &tags);
                 return ("grouped", answer(review, Some(&p), None));
             }
@@ -95,6 +98,20 @@ async fn decide(shared: &Arc<Shared>, review: &Value) -> (&'static str, Value) {
         "the owner chain is too long",
         None,
     )
+}
+
+/// True when the pod's workload is Kueue's own (`--scheduler kueue`, its integration on):
+/// its pods are left as they are ([`crate::gangs::kueue_runs_itself`]).
+fn kueue_runs(shared: &Shared, workload: &wlmap_inventory::ObjectKey) -> bool {
+    shared.opts.format == wlmap_engine::SchedulerFormat::Kueue
+        && shared
+            .read_feed()
+            .inventory
+            .index()
+            .object(workload)
+            .is_some_and(|o| {
+                crate::gangs::kueue_runs_itself(o, &shared.opts.kueue_frameworks).is_some()
+            })
 }
 
 /// Let the pod through without a group: count it, log it, and say so on its workload.

@@ -130,9 +130,21 @@ fn desired_objects_of_a_jobset_in_each_format() {
             .as_u64()
             .or(o["spec"]["minMember"].as_u64())
     };
+    // Kueue manages the pods of a workload that names a queue: its pods carry the queue.
+    let mut queued = root.json().clone();
+    queued["metadata"]["labels"][wlmap_engine::KUEUE_QUEUE_LABEL] = json!("team");
+    let queued = Object::new(queued);
     for format in SchedulerFormat::controller_formats() {
         // With or without its pods, the same single group: the spec predicts it.
         for with in [&pods[..], &[]] {
+            if format == SchedulerFormat::Kueue {
+                // No objects: each pod is tied to its group by labels only, once it names a queue.
+                let want = desired(def, &w, &queued, with, format).expect("renders");
+                assert_eq!((want.objects.len(), want.members.len()), (0, with.len()));
+                let unqueued = desired(def, &w, root, with, format).expect("renders");
+                assert!(unqueued.members.is_empty(), "no queue, no pod group");
+                continue;
+            }
             let want = desired(def, &w, root, with, format).expect("renders");
             // With the pods: each is held by a group (none is left to be scheduled alone).
             assert_eq!(want.members.len(), with.len(), "{format:?}");

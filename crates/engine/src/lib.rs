@@ -67,7 +67,8 @@ pub use attribute::{MAX_OWNER_DEPTH, OwnerIndex, attribute, attribute_indexed};
 pub use definition::{Definition, Origin};
 pub use error::{Error, ExprField, Result};
 pub use gang::format::{
-    Format, GangKind, MANAGED_BY, Rendered, SchedulerFormat, gang_object_kinds, render_gangs,
+    Format, GangKind, KUEUE_QUEUE_LABEL, MANAGED_BY, Rendered, SchedulerFormat, gang_object_kinds,
+    render_gangs,
 };
 pub use gang::{PodGroup, SubGroupOut, gang_name, gangs};
 pub use object::{Object, unix_seconds};

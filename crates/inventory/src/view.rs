@@ -428,17 +428,19 @@ pub struct ConditionView {
     pub message: Option<String>,
 }
 
-/// The gang objects among `objects` that the workload of `uid` owns (any kind a scheduler
-/// format writes), with their phase and conditions, by kind and name.
+/// The gang objects among `objects` that the workload owns, or its pods own (any kind a
+/// scheduler format writes, and Kueue's Workload for a pod group, which the group's pods own):
+/// `owners` are the uids of the workload and of its pods. Each with its phase and conditions,
+/// by kind and name.
 ///
 /// ```
 /// let pg = wlmap_engine::Object::new(serde_json::json!({"apiVersion": "scheduling.x-k8s.io/v1alpha1",
 ///     "kind": "PodGroup", "metadata": {"name": "train-gang", "ownerReferences": [{"uid": "w1"}]},
 ///     "status": {"phase": "Pending"}}));
-/// let g = wlmap_inventory::view::gang_objects(&[pg], "w1");
+/// let g = wlmap_inventory::view::gang_objects(&[pg], &["w1"]);
 /// assert_eq!((g[0].name.as_str(), g[0].phase.as_deref()), ("train-gang", Some("Pending")));
 /// ```
-pub fn gang_objects(objects: &[wlmap_engine::Object], uid: &str) -> Vec<GangView> {
+pub fn gang_objects(objects: &[wlmap_engine::Object], owners: &[&str]) -> Vec<GangView> {
     let kinds: Vec<_> = wlmap_engine::gang_object_kinds().collect();
     let text = |v: &serde_json::Value, k: &str| v.get(k).and_then(|x| x.as_str()).map(String::from);
     let mut out: Vec<GangView> = objects
@@ -452,8 +454,11 @@ pub fn gang_objects(objects: &[wlmap_engine::Object], uid: &str) -> Vec<GangView
                 .pointer("/metadata/ownerReferences")
                 .and_then(|r| r.as_array())
                 .is_some_and(|refs| {
-                    refs.iter()
-                        .any(|r| r.get("uid").and_then(|u| u.as_str()) == Some(uid))
+                    refs.iter().any(|r| {
+                        r.get("uid")
+                            .and_then(|u| u.as_str())
+                            .is_some_and(|u| owners.contains(&u))
+                    })
                 })
         })
         .map(|o| {

@@ -18,6 +18,15 @@ pub fn run(g: &Global, a: &ControllerArgs) -> Result {
         .or_else(|| std::fs::read_to_string(POD_NAMESPACE_FILE).ok())
         .map(|n| n.trim().to_string())
         .unwrap_or_else(|| "wlmap-system".into());
+    if a.scheduler == wlmap_engine::SchedulerFormat::Kueue
+        && a.webhook_config.as_str() >= wlmap_controller::gangs::KUEUE_WEBHOOK_CONFIG
+    {
+        return Err(crate::exit::usage(format!(
+            "--scheduler kueue: the webhook configuration {:?} sorts after Kueue's ({}), so Kueue would see pods before wlmap labels them; name it to sort first (--webhook-config 00-wlmap)",
+            a.webhook_config,
+            wlmap_controller::gangs::KUEUE_WEBHOOK_CONFIG
+        )));
+    }
     let endpoint = endpoint(a, &namespace);
     let opts = Options {
         connect: wlmap_kube::ConnectOptions {
@@ -44,6 +53,7 @@ pub fn run(g: &Global, a: &ControllerArgs) -> Result {
         certificates: certificates(a, &endpoint),
         endpoint,
         webhook_config: a.webhook_config.clone(),
+        kueue_frameworks: a.kueue_frameworks.clone(),
         build: wlmap_controller::Build {
             version: env!("CARGO_PKG_VERSION").into(),
             revision: env!("WLMAP_REVISION").into(),

@@ -123,7 +123,18 @@ pub fn run(ctx: &Context, a: &DescribeArgs) -> Result {
     {
         w.spec_only();
     }
-    let gangs = view::gang_objects(&loaded.objects, obj.uid());
+    // The gang objects it owns, and those its pods own (Kueue's Workload for a pod group).
+    let pods: std::collections::BTreeSet<&str> =
+        w.root.all_pods().map(|p| p.name.as_str()).collect();
+    let owners: Vec<&str> = std::iter::once(obj.uid())
+        .chain(
+            (loaded.objects.iter())
+                .filter(|o| o.is_pod() && o.namespace() == obj.namespace())
+                .filter(|o| pods.contains(o.name()))
+                .map(|o| o.uid()),
+        )
+        .collect();
+    let gangs = view::gang_objects(&loaded.objects, &owners);
     match ctx.output() {
         Output::Json | Output::Yaml => {
             let mut v = view::describe(def, &w, a.explain);

@@ -1,5 +1,8 @@
-//! Kueue: no objects of its own; each group's pods carry the pod-group label and the total
-//! count annotation that Kueue's pod-group integration reads.
+//! Kueue: no objects of its own; each group's pods carry what Kueue's pod-group integration
+//! reads (sigs.k8s.io/kueue v0.17.0 pkg/controller/jobs/pod): the pod-group label, the total
+//! count annotation, and the queue label, taken from the workload's own
+//! `kueue.x-k8s.io/queue-name` label. Kueue manages only pods that name a queue: a workload
+//! without the label gets no tags (and a warning).
 
 use super::{Format, Rendered, has_label, tag_members};
 use crate::gang::PodGroup;
@@ -9,6 +12,12 @@ use serde_json::{Value, json};
 
 /// The label that names a pod's Kueue pod group.
 const LABEL: &str = "kueue.x-k8s.io/pod-group-name";
+/// The object Kueue writes for each pod group it considers (its own, read to say why a group
+/// waits: `QuotaReserved`, `Admitted`), owned by the group's pods.
+pub(super) const WORKLOAD: super::GangKind =
+    super::GangKind::new("kueue.x-k8s.io", "v1beta2", "Workload", "workloads");
+/// The label that names the LocalQueue a workload (and its pods) is submitted to.
+pub const QUEUE_LABEL: &str = "kueue.x-k8s.io/queue-name";
 
 /// Kueue's pod groups (labels only).
 pub(super) const FORMAT: Format = Format::new(
@@ -17,16 +26,35 @@ pub(super) const FORMAT: Format = Format::new(
     &[],
     render,
     already_grouped,
-)
-.not_by_controller("Kueue's groups are pod labels only: `wlmap gang --format kueue` prints them");
+);
 
-fn render(groups: &[PodGroup], _: &Workload, _: &Object) -> Rendered {
-    let tags = |g: &PodGroup| json!({"labels": {LABEL: g.name}, "annotations": {"kueue.x-k8s.io/pod-group-total-count": g.min_member.to_string()}});
+fn render(groups: &[PodGroup], _: &Workload, o: &Object) -> Rendered {
+    let queue = o.json()["metadata"]["labels"][QUEUE_LABEL].as_str();
+    let tags = |g: &PodGroup| {
+        let mut labels = json!({LABEL: g.name});
+        if let Some(q) = queue {
+            labels[QUEUE_LABEL] = json!(q);
+        }
+        json!({"labels": labels, "annotations": {"kueue.x-k8s.io/pod-group-total-count": g.min_member.to_string()}})
+    };
+    let templates = groups
+        .iter()
+        .map(|g| json!({"podGroup": g.name, "podTemplateMetadata": tags(g)}))
+        .collect();
+    if queue.is_none() {
+        // Kueue manages only pods that name a queue: pods without one are left as they are.
+        return Rendered {
+            templates,
+            warnings: vec![format!(
+                "{} {} has no {QUEUE_LABEL} label: Kueue manages none of its pods, so none is put in a pod group",
+                o.kind(),
+                o.name()
+            )],
+            ..Rendered::default()
+        };
+    }
     Rendered {
-        templates: groups
-            .iter()
-            .map(|g| json!({"podGroup": g.name, "podTemplateMetadata": tags(g)}))
-            .collect(),
+        templates,
         pod_tags: tag_members(groups, |g, p| {
             let mut t = tags(g);
             t["pod"] = json!(p);

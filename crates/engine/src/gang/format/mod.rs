@@ -8,6 +8,8 @@
 mod coscheduling;
 mod kai;
 mod kueue;
+
+pub use kueue::QUEUE_LABEL as KUEUE_QUEUE_LABEL;
 mod native;
 mod native_composite;
 mod volcano;
@@ -113,8 +115,10 @@ impl Format {
 /// ```
 pub fn gang_object_kinds() -> impl Iterator<Item = wlmap_schema::GroupVersionKind> {
     let mut out: Vec<wlmap_schema::GroupVersionKind> = Vec::new();
+    // What a scheduler writes for the groups it is given (read, never written by wlmap).
+    let theirs = [kueue::WORKLOAD];
     for f in SchedulerFormat::ALL {
-        for k in f.format().kinds() {
+        for k in f.format().kinds().iter().chain(&theirs) {
             let g = wlmap_schema::GroupVersionKind::new(k.group, k.version, k.kind);
             if !out.contains(&g) {
                 out.push(g);
