@@ -234,7 +234,7 @@ impl SchedulerFormat {
     ///
     /// ```
     /// let names: Vec<&str> = wlmap_engine::SchedulerFormat::controller_formats().map(|f| f.name()).collect();
-    /// assert_eq!(names, ["coscheduling", "volcano", "native", "native-composite"]);
+    /// assert_eq!(names, ["coscheduling", "volcano", "kueue", "native", "native-composite"]);
     /// ```
     pub fn controller_formats() -> impl Iterator<Item = SchedulerFormat> {
         SchedulerFormat::ALL
