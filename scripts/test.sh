@@ -66,20 +66,25 @@ else
 fi
 
 if [ "${WLMAP_SKIP_E2E:-0}" = 1 ] && [ "$ci" = 0 ]; then
-  skipped+=(e2e scheduling)
+  skipped+=(e2e scheduling job-gangs)
   echo "== e2e, scheduling: SKIPPED (WLMAP_SKIP_E2E=1)"
 elif ! command -v go >/dev/null 2>&1; then
   skip e2e "Go is not installed (the testbed builds Kubernetes from its Go modules)"
   skip scheduling "Go is not installed"
+  skip job-gangs "Go is not installed"
 elif ! testbed/build.sh >/dev/null; then
   echo "== testbed/build.sh failed"
-  failed_tiers+=(e2e scheduling)
+  failed_tiers+=(e2e scheduling job-gangs)
 else
   cargo build -p wlmap-cli --locked
   tier e2e testbed/with-testbed.sh cargo test -p wlmap-e2e --locked --test e2e --test faults --test install \
     -- --include-ignored --test-threads=1
   tier scheduling env WLMAP_TESTBED_OPERATORS=kuberay,jobset,lws,training-operator,trainer,coscheduling,kueue testbed/with-testbed.sh \
     cargo test -p wlmap-e2e --locked --test scheduling --test controller --test chart -- --include-ignored --test-threads=1
+  # Kubernetes' own Job gangs (the WorkloadWithJob gate) on a testbed of their own: with the
+  # gate, every Job without an owner is ganged by the Job controller.
+  tier job-gangs env WLMAP_TESTBED_SCHEDULING=1 WLMAP_TESTBED_FEATURE_GATES=WorkloadWithJob=true \
+    testbed/with-testbed.sh cargo test -p wlmap-e2e --locked --test job_gangs -- --include-ignored --test-threads=1
 fi
 
 # Counts per tier from the runners' own closing lines.

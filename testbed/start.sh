@@ -29,6 +29,8 @@
 #                              `scheduler-plugins-scheduler`, and its PodGroup controller),
 #                              kueue (Kueue with its `batch/job`, `pod` and
 #                              `ray.io/raycluster` integrations on)
+#   WLMAP_TESTBED_FEATURE_GATES  more Kubernetes feature gates for every component
+#                              (comma-separated; e.g. WorkloadWithJob=true)
 #   WLMAP_TESTBED_START_TIMEOUT  seconds to wait for readiness (default 120)
 #   WLMAP_TESTBED_KEEP=1       on failure keep DIR (logs) instead of removing it
 set -euo pipefail
@@ -62,6 +64,10 @@ esac
 # scheduling.k8s.io/v1alpha3, alpha in v1.37, which needs TopologyAwareWorkloadScheduling):
 # the gates on every component, the API versions on the server.
 FEATURE_GATES="GenericWorkload=true,TopologyAwareWorkloadScheduling=true,CompositePodGroup=true"
+# More gates on every component (WLMAP_TESTBED_FEATURE_GATES, comma-separated), e.g. the v1.37
+# Job controller's own gangs (`WorkloadWithJob=true`, alpha): a testbed of its own, since with
+# it every Job without an owner gets the Job controller's gang objects.
+[ -z "${WLMAP_TESTBED_FEATURE_GATES:-}" ] || FEATURE_GATES="$FEATURE_GATES,$WLMAP_TESTBED_FEATURE_GATES"
 NAMESPACE=team-a
 ADMIN_USER=wlmap-admin
 RESTRICTED_USER=wlmap-restricted

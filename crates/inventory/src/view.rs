@@ -410,6 +410,78 @@ pub struct GangView {
     /// Its status conditions.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub conditions: Vec<ConditionView>,
+    /// For a gang object the workload's pods name that was not found: how many pending pods
+    /// name it (the scheduler holds them until it exists). 0 for one that exists.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub missing_for_pods: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+/// Where a pod names its gang object, for each scheduler that reads one: the place in the
+/// pod (a JSON pointer), and the object's apiVersion and kind.
+const POD_GROUP_REFS: &[(&str, &str, &str)] = &[
+    // Kubernetes v1.37 (`native`): the PodGroup must exist for the pod to be scheduled.
+    (
+        "/spec/schedulingGroup/podGroupName",
+        "scheduling.k8s.io/v1beta1",
+        "PodGroup",
+    ),
+    // scheduler-plugins' Coscheduling.
+    (
+        "/metadata/labels/scheduling.x-k8s.io~1pod-group",
+        "scheduling.x-k8s.io/v1alpha1",
+        "PodGroup",
+    ),
+    // Volcano.
+    (
+        "/metadata/annotations/scheduling.k8s.io~1group-name",
+        "scheduling.volcano.sh/v1beta1",
+        "PodGroup",
+    ),
+];
+
+/// The gang objects the workload's pending pods name that are not among `found` (its gang
+/// objects, [`gang_objects`]): a PodGroup deleted, or never written (the controller away, or
+/// refused). The schedulers hold such pods until it exists. Each once, with how many pending
+/// pods name it.
+///
+/// ```
+/// let pod = wlmap_engine::Object::new(serde_json::json!({"apiVersion": "v1", "kind": "Pod",
+///     "metadata": {"name": "p"}, "spec": {"schedulingGroup": {"podGroupName": "train-gang"}},
+///     "status": {"phase": "Pending"}}));
+/// let missing = wlmap_inventory::view::missing_gang_objects(&[&pod], &[]);
+/// assert_eq!((missing[0].name.as_str(), missing[0].missing_for_pods), ("train-gang", 1));
+/// ```
+pub fn missing_gang_objects(pods: &[&wlmap_engine::Object], found: &[GangView]) -> Vec<GangView> {
+    let group_of = |api_version: &str| api_version.split('/').next().unwrap_or("").to_string();
+    let mut named: BTreeMap<(String, String, String), u64> = BTreeMap::new();
+    for p in pods.iter().filter(|p| p.json()["status"]["phase"] == "Pending") {
+        for (at, api_version, kind) in POD_GROUP_REFS {
+            if let Some(name) = p.json().pointer(at).and_then(|n| n.as_str()) {
+                let key = (api_version.to_string(), kind.to_string(), name.to_string());
+                *named.entry(key).or_default() += 1;
+            }
+        }
+    }
+    named
+        .into_iter()
+        .filter(|((api_version, kind, name), _)| {
+            !found.iter().any(|g| {
+                group_of(&g.api_version) == group_of(api_version) && g.kind == *kind && g.name == *name
+            })
+        })
+        .map(|((api_version, kind, name), pods)| GangView {
+            api_version,
+            kind,
+            name,
+            phase: None,
+            conditions: Vec::new(),
+            missing_for_pods: pods,
+        })
+        .collect()
 }
 
 /// A status condition, as the object has it.
@@ -480,6 +552,7 @@ pub fn gang_objects(objects: &[wlmap_engine::Object], owners: &[&str]) -> Vec<Ga
                         message: text(c, "message"),
                     })
                     .collect(),
+                missing_for_pods: 0,
             }
         })
         .collect();

@@ -134,7 +134,11 @@ pub fn run(ctx: &Context, a: &DescribeArgs) -> Result {
                 .map(|o| o.uid()),
         )
         .collect();
-    let gangs = view::gang_objects(&loaded.objects, &owners);
+    let mut gangs = view::gang_objects(&loaded.objects, &owners);
+    let own_pods: Vec<&wlmap_engine::Object> = (loaded.objects.iter())
+        .filter(|o| o.is_pod() && o.namespace() == obj.namespace() && pods.contains(o.name()))
+        .collect();
+    gangs.extend(view::missing_gang_objects(&own_pods, &gangs));
     match ctx.output() {
         Output::Json | Output::Yaml => {
             let mut v = view::describe(def, &w, a.explain);

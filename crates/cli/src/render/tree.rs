@@ -32,6 +32,13 @@ pub fn with_gangs(text: String, gangs: &[wlmap_inventory::view::GangView]) -> St
     }
     let mut lines = String::new();
     for g in gangs {
+        if g.missing_for_pods > 0 {
+            lines.push_str(&format!(
+                "Gang: {}/{} ({}): not found, and {} pending pod(s) name it: the scheduler holds them until it exists\n",
+                g.kind, g.name, g.api_version, g.missing_for_pods
+            ));
+            continue;
+        }
         let phase = g
             .phase
             .as_deref()
