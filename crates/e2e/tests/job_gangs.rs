@@ -10,7 +10,8 @@ use wlmap_e2e::{Controller, Testbed, gpu_container, json, stdout_of};
 fn with_the_gate() -> Testbed {
     let tb = Testbed::scheduling();
     assert!(
-        std::env::var("WLMAP_TESTBED_FEATURE_GATES").is_ok_and(|g| g.contains("WorkloadWithJob=true")),
+        std::env::var("WLMAP_TESTBED_FEATURE_GATES")
+            .is_ok_and(|g| g.contains("WorkloadWithJob=true")),
         "needs a testbed started with WLMAP_TESTBED_FEATURE_GATES=WorkloadWithJob=true"
     );
     tb
@@ -56,26 +57,45 @@ fn a_job_the_job_controller_gangs_gets_no_gang_from_wlmap() {
     let groups: Vec<String> = tb
         .pods(ns)
         .iter()
-        .map(|p| p["spec"]["schedulingGroup"]["podGroupName"].as_str().unwrap_or("").to_string())
+        .map(|p| {
+            p["spec"]["schedulingGroup"]["podGroupName"]
+                .as_str()
+                .unwrap_or("")
+                .to_string()
+        })
         .collect();
-    assert!(groups[0] == groups[1] && !groups[0].is_empty(), "{groups:?}");
-    let pg = tb.get_json(&["get", &format!("podgroups.scheduling.k8s.io/{}", groups[0]), "-n", ns]);
+    assert!(
+        groups[0] == groups[1] && !groups[0].is_empty(),
+        "{groups:?}"
+    );
+    let pg = tb.get_json(&[
+        "get",
+        &format!("podgroups.scheduling.k8s.io/{}", groups[0]),
+        "-n",
+        ns,
+    ]);
     assert_eq!(pg["metadata"]["ownerReferences"][0]["kind"], "Job", "{pg}");
     assert!(
         pg["metadata"]["labels"]["app.kubernetes.io/managed-by"].is_null(),
         "the Job controller's own: {pg}"
     );
-    tb.wait_for("an event on the Job says wlmap leaves it to its own gang", 60, || {
-        tb.get_json(&["get", "events", "-n", ns])["items"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .any(|e| {
-                e["reason"] == "GangedElsewhere"
-                    && e["involvedObject"]["name"] == "train"
-                    && e["message"].as_str().is_some_and(|m| m.contains(&groups[0]))
-            })
-    });
+    tb.wait_for(
+        "an event on the Job says wlmap leaves it to its own gang",
+        60,
+        || {
+            tb.get_json(&["get", "events", "-n", ns])["items"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|e| {
+                    e["reason"] == "GangedElsewhere"
+                        && e["involvedObject"]["name"] == "train"
+                        && e["message"]
+                            .as_str()
+                            .is_some_and(|m| m.contains(&groups[0]))
+                })
+        },
+    );
     tb.wait_for("no PodGroup of wlmap's for it", 60, || {
         wlmap_pod_groups(&tb, ns).is_empty()
     });
@@ -100,12 +120,16 @@ fn a_missing_gang_object_is_said_in_why() {
     // PodGroup is not there (there is room: 8 GPUs for 2).
     let mut beside = pod.clone();
     beside["metadata"]["name"] = json!("beside");
-    beside["spec"].as_object_mut().map(|s| s.remove("schedulingGroup"));
+    beside["spec"]
+        .as_object_mut()
+        .map(|s| s.remove("schedulingGroup"));
     tb.kubectl(&["create", "-f", "-"], Some(&beside.to_string()));
     let node_of = |name: &str| {
         tb.get_json(&["get", &format!("pod/{name}"), "-n", ns])["spec"]["nodeName"].clone()
     };
-    tb.wait_for("the pod beside it bound", 60, || node_of("beside").is_string());
+    tb.wait_for("the pod beside it bound", 60, || {
+        node_of("beside").is_string()
+    });
     assert!(node_of("lonely").is_null(), "held for want of its PodGroup");
     let d = json(&tb.wlmap(&["describe", "pod/lonely", "-n", ns, "-o", "json"]));
     let missing: Vec<&Value> = d["gangs"]
@@ -120,7 +144,11 @@ fn a_missing_gang_object_is_said_in_why() {
         (Some("PodGroup"), Some("nowhere")),
         "{d}"
     );
-    let text = stdout_of("describe", &tb.wlmap(&["describe", "pod/lonely", "-n", ns]), 0);
+    let text = stdout_of(
+        "describe",
+        &tb.wlmap(&["describe", "pod/lonely", "-n", ns]),
+        0,
+    );
     assert!(
         text.contains("Gang: PodGroup/nowhere") && text.contains("not found"),
         "{text}"

@@ -458,7 +458,10 @@ const POD_GROUP_REFS: &[(&str, &str, &str)] = &[
 pub fn missing_gang_objects(pods: &[&wlmap_engine::Object], found: &[GangView]) -> Vec<GangView> {
     let group_of = |api_version: &str| api_version.split('/').next().unwrap_or("").to_string();
     let mut named: BTreeMap<(String, String, String), u64> = BTreeMap::new();
-    for p in pods.iter().filter(|p| p.json()["status"]["phase"] == "Pending") {
+    for p in pods
+        .iter()
+        .filter(|p| p.json()["status"]["phase"] == "Pending")
+    {
         for (at, api_version, kind) in POD_GROUP_REFS {
             if let Some(name) = p.json().pointer(at).and_then(|n| n.as_str()) {
                 let key = (api_version.to_string(), kind.to_string(), name.to_string());
@@ -470,7 +473,9 @@ pub fn missing_gang_objects(pods: &[&wlmap_engine::Object], found: &[GangView]) 
         .into_iter()
         .filter(|((api_version, kind, name), _)| {
             !found.iter().any(|g| {
-                group_of(&g.api_version) == group_of(api_version) && g.kind == *kind && g.name == *name
+                group_of(&g.api_version) == group_of(api_version)
+                    && g.kind == *kind
+                    && g.name == *name
             })
         })
         .map(|((api_version, kind, name), pods)| GangView {
