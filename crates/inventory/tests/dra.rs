@@ -38,6 +38,15 @@ fn job_sharing_a_claim() -> Vec<Object> {
         .collect()
 }
 
+/// The workload of `key` as the inventory resolved it.
+fn resolved<'a>(
+    inv: &'a wlmap_inventory::Inventory,
+    key: &ObjectKey,
+) -> &'a wlmap_engine::Workload {
+    let entry = inv.workload(key).expect("held");
+    entry.result.as_ref().expect("resolves")
+}
+
 #[test]
 fn a_claim_the_pods_share_by_name_is_held_once() {
     let objects = job_sharing_a_claim();
@@ -144,12 +153,7 @@ fn a_template_or_slice_that_comes_later_changes_the_workloads_that_read_it() {
     let key = ObjectKey::of(&job);
     inv.apply(job);
     let gpus = |inv: &wlmap_inventory::Inventory| {
-        let w = inv
-            .workload(&key)
-            .expect("held")
-            .result
-            .as_ref()
-            .expect("resolves");
+        let w = resolved(inv, &key);
         (w.gpus(&Default::default()), w.notes.len())
     };
     assert_eq!(
@@ -183,13 +187,8 @@ fn a_template_or_slice_that_comes_later_changes_the_workloads_that_read_it() {
         inv.apply(o);
     }
     let profiles = |inv: &wlmap_inventory::Inventory| -> Vec<Option<String>> {
-        let w = inv
-            .workload(&key)
-            .expect("held")
-            .result
-            .as_ref()
-            .expect("resolves");
-        w.root
+        resolved(inv, &key)
+            .root
             .all_pods()
             .flat_map(|p| p.held.iter().map(|d| d.profile.clone()))
             .collect()
