@@ -3,7 +3,7 @@
 #
 #   testbed/stop.sh [--keep] DIR
 #
-# Stops kube-controller-manager, kube-apiserver and etcd (SIGTERM, then SIGKILL
+# Stops the operators, KWOK, the schedulers, kube-controller-manager, kube-apiserver and etcd (SIGTERM, then SIGKILL
 # after 10 s), only if the recorded PID still runs the expected program, then
 # removes DIR (unless --keep). Idempotent: a missing DIR is not an error.
 # DIR is only removed when it carries the .wlmap-testbed marker from start.sh.
@@ -43,7 +43,7 @@ stop_one() { # NAME
   rm -f "$pidfile"
 }
 
-for name in scheduler-plugins-controller scheduler-plugins-scheduler mpi-operator trainer-manager training-operator jobset-manager lws-manager ray-operator kwok kube-scheduler kube-controller-manager kube-apiserver etcd; do
+for name in kueue-manager scheduler-plugins-controller scheduler-plugins-scheduler mpi-operator trainer-manager training-operator jobset-manager lws-manager ray-operator kwok kube-scheduler kube-controller-manager kube-apiserver etcd; do
   stop_one "$name"
 done
 
