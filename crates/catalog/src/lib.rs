@@ -21,6 +21,7 @@ mod demo {
 }
 
 pub mod conformance;
+pub mod synth;
 
 /// The catalog's version: it ships with wlmap, and moves with it.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -57,7 +57,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
     }
     let (objects, cluster) = commands::reads(&cli.command);
     let ctx = match source_of(cluster, &g) {
-        Source::Offline => offline(g)?,
+        Source::Offline => offline(objects, g)?,
         Source::Catalog => {
             let reg = defs::registry(&g.definitions, &[], g.experimental)?;
             Context {
@@ -99,21 +99,42 @@ fn source_of(cluster: commands::Cluster, g: &args::Global) -> Source {
 }
 
 /// The demo, the snapshot files, or no objects; the catalog and `--definitions` files.
-fn offline(g: args::Global) -> Result<Context, Failure> {
-    let set = if g.demo {
-        source::ObjectSet::demo()?
-    } else if !g.snapshot.is_empty() {
-        source::ObjectSet::from_snapshots(&g.snapshot)?
-    } else {
-        source::ObjectSet::default()
-    };
+fn offline(objects: commands::Objects, g: args::Global) -> Result<Context, Failure> {
     let reg = defs::registry(&g.definitions, &[], g.experimental)?;
+    let index = if g.demo {
+        Index::new(reg, source::ObjectSet::demo()?.objects)
+    } else {
+        let mut index = Index::new(reg, []);
+        source::read_snapshots(&mut index, &g.snapshot, snapshot_scope(objects, &g))?;
+        index
+    };
     Ok(Context {
         global: g,
-        index: Index::new(reg, set.objects),
+        index,
         offline: true,
         cluster: None,
     })
+}
+
+/// What a command keeps of a snapshot: what it would LIST from a cluster (one namespace unless
+/// `-A`), and for a listing, objects trimmed as the live inventory holds them (its views read
+/// nothing else; a workload's own command reads its objects whole).
+fn snapshot_scope<'g>(
+    objects: commands::Objects,
+    g: &'g args::Global,
+) -> wlmap_inventory::Scope<'g> {
+    let one_namespace = || (!g.all_namespaces).then(|| g.namespace.as_deref().unwrap_or("default"));
+    match objects {
+        commands::Objects::Listed(_) => wlmap_inventory::Scope {
+            namespace: one_namespace(),
+            trim: true,
+        },
+        commands::Objects::One(_) => wlmap_inventory::Scope {
+            namespace: one_namespace(),
+            trim: false,
+        },
+        commands::Objects::None | commands::Objects::ItsOwn => wlmap_inventory::Scope::default(),
+    }
 }
 
 /// The cluster's definitions and the objects the command has listed for it.

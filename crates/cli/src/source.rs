@@ -45,6 +45,25 @@ pub fn parse_documents(text: &str, name: &str) -> Result<Vec<Value>> {
     Ok(objects)
 }
 
+/// Read snapshot files into the index, keeping what `scope` says (a snapshot of a whole cluster
+/// is read on every core, never held whole as JSON values: `wlmap_inventory::Index::read`).
+pub fn read_snapshots(
+    index: &mut wlmap_inventory::Index,
+    paths: &[std::path::PathBuf],
+    scope: wlmap_inventory::Scope,
+) -> Result {
+    for p in paths {
+        let text = read_input(p)?;
+        let repeated = index
+            .read(&text, &p.display().to_string(), scope)
+            .map_err(|e| invalid(e.to_string()))?;
+        for r in repeated {
+            eprintln!("wlmap: warning: {r}");
+        }
+    }
+    Ok(())
+}
+
 impl ObjectSet {
     /// Load snapshot files.
     pub fn from_snapshots(paths: &[std::path::PathBuf]) -> Result<ObjectSet> {

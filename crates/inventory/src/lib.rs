@@ -32,6 +32,7 @@ mod key;
 mod kinds;
 mod parallel;
 mod placement;
+mod read;
 mod store;
 mod trim;
 pub mod view;
@@ -44,3 +45,4 @@ pub use kinds::{
     is_dra_use, kinds_to_follow, kinds_to_watch, may_own_pods, referenced_kinds, waits_for_dra_use,
 };
 pub use placement::{OwnerRef, Placement};
+pub use read::Scope;

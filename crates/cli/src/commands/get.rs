@@ -99,6 +99,12 @@ impl Query {
     }
 }
 
+/// `get -o json|yaml`: `{"items": [...]}`.
+#[derive(serde::Serialize)]
+struct List<'a> {
+    items: &'a [view::GetItem],
+}
+
 /// `wlmap get`: list the workloads of the named types (or every type) as a table or JSON/YAML;
 /// with `--watch`, keep printing the rows that change.
 pub fn run(ctx: &Context, a: &GetArgs) -> Result {
@@ -109,9 +115,8 @@ pub fn run(ctx: &Context, a: &GetArgs) -> Result {
     let entries = ctx.evaluate(&query.select(ctx)?);
     let items: Vec<view::GetItem> = entries.iter().map(item).collect();
     match ctx.output() {
-        Output::Json | Output::Yaml => {
-            print_data(ctx.output(), &serde_json::json!({"items": items}))?
-        }
+        // Straight from the items: no JSON value of the whole list is built first.
+        Output::Json | Output::Yaml => print_data(ctx.output(), &List { items: &items })?,
         _ if items.is_empty() => {
             eprintln!("No workloads found{}.", ctx.where_());
             return Ok(());
