@@ -57,7 +57,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
     }
     let (objects, cluster) = commands::reads(&cli.command);
     let ctx = match source_of(cluster, &g) {
-        Source::Offline => offline(objects, g)?,
+        Source::Offline => offline(&cli.command, g)?,
         Source::Catalog => {
             let reg = defs::registry(&g.definitions, &[], g.experimental)?;
             Context {
@@ -99,41 +99,38 @@ fn source_of(cluster: commands::Cluster, g: &args::Global) -> Source {
 }
 
 /// The demo, the snapshot files, or no objects; the catalog and `--definitions` files.
-fn offline(objects: commands::Objects, g: args::Global) -> Result<Context, Failure> {
+fn offline(command: &Command, g: args::Global) -> Result<Context, Failure> {
     let reg = defs::registry(&g.definitions, &[], g.experimental)?;
-    let index = if g.demo {
-        Index::new(reg, source::ObjectSet::demo()?.objects)
+    let objects = if g.demo {
+        source::ObjectSet::demo()?.objects
     } else {
-        let mut index = Index::new(reg, []);
-        source::read_snapshots(&mut index, &g.snapshot, snapshot_scope(objects, &g))?;
-        index
+        let reader = Index::new(reg.clone(), []);
+        source::snapshot_objects(&reader, &g.snapshot, snapshot_scope(command, &g))?
     };
     Ok(Context {
         global: g,
-        index,
+        index: Index::new(reg, objects),
         offline: true,
         cluster: None,
     })
 }
 
-/// What a command keeps of a snapshot: what it would LIST from a cluster (one namespace unless
-/// `-A`), and for a listing, objects trimmed as the live inventory holds them (its views read
-/// nothing else; a workload's own command reads its objects whole).
-fn snapshot_scope<'g>(
-    objects: commands::Objects,
-    g: &'g args::Global,
-) -> wlmap_inventory::Scope<'g> {
-    let one_namespace = || (!g.all_namespaces).then(|| g.namespace.as_deref().unwrap_or("default"));
-    match objects {
-        commands::Objects::Listed(_) => wlmap_inventory::Scope {
-            namespace: one_namespace(),
+/// What a command keeps of a snapshot: what it would LIST or watch from a cluster (one
+/// namespace unless `-A`); for a listing and the platform view, objects trimmed as the live
+/// inventory holds them (their views read nothing else); a workload's own commands read its
+/// objects whole.
+fn snapshot_scope<'g>(command: &Command, g: &'g args::Global) -> wlmap_inventory::Scope<'g> {
+    let namespace = (!g.all_namespaces).then(|| g.namespace.as_deref().unwrap_or("default"));
+    match (command, commands::reads(command).0) {
+        (Command::Serve(_), _) | (_, commands::Objects::Listed(_)) => wlmap_inventory::Scope {
+            namespace,
             trim: true,
         },
-        commands::Objects::One(_) => wlmap_inventory::Scope {
-            namespace: one_namespace(),
+        (_, commands::Objects::One(_)) => wlmap_inventory::Scope {
+            namespace,
             trim: false,
         },
-        commands::Objects::None | commands::Objects::ItsOwn => wlmap_inventory::Scope::default(),
+        _ => wlmap_inventory::Scope::default(),
     }
 }
 

@@ -45,40 +45,29 @@ pub fn parse_documents(text: &str, name: &str) -> Result<Vec<Value>> {
     Ok(objects)
 }
 
-/// Read snapshot files into the index, keeping what `scope` says (a snapshot of a whole cluster
-/// is read on every core, never held whole as JSON values: `wlmap_inventory::Index::read`).
-pub fn read_snapshots(
-    index: &mut wlmap_inventory::Index,
+/// The objects of snapshot files, keeping what `scope` says and trimmed for `reader`'s
+/// definitions (a snapshot of a whole cluster is read on every core, never held whole as JSON
+/// values: `wlmap_inventory::Index::read_objects`); repeated YAML keys are warned of.
+pub fn snapshot_objects(
+    reader: &wlmap_inventory::Index,
     paths: &[std::path::PathBuf],
     scope: wlmap_inventory::Scope,
-) -> Result {
+) -> Result<Vec<Object>> {
+    let mut objects = Vec::new();
     for p in paths {
         let text = read_input(p)?;
-        let repeated = index
-            .read(&text, &p.display().to_string(), scope)
+        let (read, repeated) = reader
+            .read_objects(&text, &p.display().to_string(), scope)
             .map_err(|e| invalid(e.to_string()))?;
         for r in repeated {
             eprintln!("wlmap: warning: {r}");
         }
+        objects.extend(read);
     }
-    Ok(())
+    Ok(objects)
 }
 
 impl ObjectSet {
-    /// Load snapshot files.
-    pub fn from_snapshots(paths: &[std::path::PathBuf]) -> Result<ObjectSet> {
-        let mut objects = Vec::new();
-        for p in paths {
-            let text = read_input(p)?;
-            objects.extend(
-                parse_documents(&text, &p.display().to_string())?
-                    .into_iter()
-                    .map(Object::new),
-            );
-        }
-        Ok(ObjectSet { objects })
-    }
-
     /// The embedded demo cluster.
     pub fn demo() -> Result<ObjectSet> {
         let mut objects = Vec::new();

@@ -234,3 +234,54 @@ fn a_changed_snapshot_is_read_again() {
     let ml = [("namespace", "ml"), ("group", "batch"), ("kind", "Job")];
     assert_eq!(value(one(&m, "wlmap_kind_gpus_requested", &ml)), 10.0);
 }
+
+#[test]
+fn a_snapshot_served_for_one_namespace_shows_that_namespace_also_once_read_again() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let snap = dir.path().join("cluster.json");
+    let job = |name: &str, ns: &str| {
+        serde_json::json!({"apiVersion": "batch/v1", "kind": "Job",
+            "metadata": {"name": name, "namespace": ns, "uid": format!("{ns}-{name}")},
+            "spec": {"parallelism": 1, "template": {"spec": {"containers": [{"name": "t",
+                "resources": {"limits": {"nvidia.com/gpu": 2}}}]}}}})
+    };
+    let list = |items: Vec<serde_json::Value>| {
+        serde_json::json!({"apiVersion": "v1", "kind": "List", "items": items}).to_string()
+    };
+    std::fs::write(&snap, list(vec![job("a", "ml"), job("b", "web")])).expect("write");
+    let s = Served::start(
+        env!("CARGO_BIN_EXE_wlmap"),
+        &["--snapshot", snap.to_str().expect("utf8"), "-n", "ml"],
+        &[],
+    );
+    let names = |v: &serde_json::Value| -> Vec<String> {
+        let mut n: Vec<String> = v["items"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|i| {
+                format!(
+                    "{}/{}",
+                    i["namespace"].as_str().unwrap_or(""),
+                    i["name"].as_str().unwrap_or("")
+                )
+            })
+            .collect();
+        n.sort();
+        n
+    };
+    let before = s.wait_rows("the Job of ml", |v| !names(v).is_empty());
+    assert_eq!(names(&before), vec!["ml/a"]);
+    std::fs::write(
+        &snap,
+        list(vec![
+            job("a", "ml"),
+            job("b", "web"),
+            job("c", "ml"),
+            job("d", "web"),
+        ]),
+    )
+    .expect("write");
+    let after = s.wait_rows("the second Job of ml", |v| names(v).len() > 1);
+    assert_eq!(names(&after), vec!["ml/a", "ml/c"]);
+}

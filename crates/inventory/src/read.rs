@@ -55,7 +55,17 @@ impl Index {
         Ok(repeated)
     }
 
-    fn read_objects(
+    /// The objects of a snapshot's text as [`Index::read`] would add them, without adding them
+    /// (the caller's index only decides how they are trimmed); and the repeated YAML keys read.
+    ///
+    /// ```
+    /// use wlmap_inventory::{Index, Scope};
+    /// let index = Index::new(wlmap_catalog::registry().unwrap(), []);
+    /// let text = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  namespace: ml\n";
+    /// let (objects, repeated) = index.read_objects(text, "cm.yaml", Scope::default()).unwrap();
+    /// assert_eq!((objects.len(), repeated.len(), index.len()), (1, 0, 0));
+    /// ```
+    pub fn read_objects(
         &self,
         text: &str,
         file: &str,

@@ -11,7 +11,6 @@ use std::ops::ControlFlow;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
-use wlmap_engine::Object;
 use wlmap_inventory::{Feed, Inventory};
 use wlmap_server::{Live, Map, Options};
 
@@ -27,8 +26,10 @@ pub fn run(mut ctx: Context, a: &ServeArgs) -> Result {
         Some(conn) => watch_cluster(conn, &ctx)?,
         None => {
             let snapshots = ctx.global.snapshot.clone();
+            let namespace = ctx.namespace();
+            let reader = wlmap_inventory::Index::new(ctx.reg().clone(), []);
             let live = Arc::new(Live::fixed(Inventory::from_index(ctx.index)));
-            follow_snapshots(snapshots, live.clone());
+            follow_snapshots(snapshots, namespace, reader, live.clone());
             live
         }
     };
@@ -100,8 +101,15 @@ fn watch_cluster(conn: Connection, ctx: &Context) -> Result<Arc<Live>> {
     Ok(live)
 }
 
-/// Read the snapshot files again each time one of them changes (stdin cannot be).
-fn follow_snapshots(paths: Vec<PathBuf>, live: Arc<Live>) {
+/// Read the snapshot files again each time one of them changes (stdin cannot be), as they
+/// were read first: the namespace's objects (every one without `-n`), trimmed for `reader`'s
+/// definitions.
+fn follow_snapshots(
+    paths: Vec<PathBuf>,
+    namespace: Option<String>,
+    reader: wlmap_inventory::Index,
+    live: Arc<Live>,
+) {
     let paths: Vec<PathBuf> = paths.into_iter().filter(|p| p.as_os_str() != "-").collect();
     if paths.is_empty() {
         return;
@@ -128,9 +136,12 @@ fn follow_snapshots(paths: Vec<PathBuf>, live: Arc<Live>) {
                 continue;
             }
             seen = now;
-            match crate::source::ObjectSet::from_snapshots(&paths) {
-                Ok(set) => {
-                    let objects: Vec<Object> = set.objects;
+            let scope = wlmap_inventory::Scope {
+                namespace: namespace.as_deref(),
+                trim: true,
+            };
+            match crate::source::snapshot_objects(&reader, &paths, scope) {
+                Ok(objects) => {
                     live.update(|feed| feed.inventory.replace_all(objects));
                 }
                 // A file caught half-written, or broken: keep what is shown, say why.
