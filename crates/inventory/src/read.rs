@@ -224,15 +224,8 @@ impl<'de> serde::de::Visitor<'de> for DocumentVisitor {
         Ok(Document::Null)
     }
 
-    fn visit_seq<A: serde::de::SeqAccess<'de>>(
-        self,
-        mut seq: A,
-    ) -> Result<Document<'de>, A::Error> {
-        let mut items = Vec::new();
-        while let Some(i) = seq.next_element()? {
-            items.push(i);
-        }
-        Ok(Document::Items(items))
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, seq: A) -> Result<Document<'de>, A::Error> {
+        raw_items(seq).map(Document::Items)
     }
 
     fn visit_map<A: serde::de::MapAccess<'de>>(
@@ -255,6 +248,17 @@ impl<'de> serde::de::Visitor<'de> for DocumentVisitor {
     }
 }
 
+/// An array's items, each as its text.
+fn raw_items<'de, A: serde::de::SeqAccess<'de>>(
+    mut seq: A,
+) -> Result<Vec<&'de RawValue>, A::Error> {
+    let mut items = Vec::new();
+    while let Some(i) = seq.next_element()? {
+        items.push(i);
+    }
+    Ok(items)
+}
+
 /// A value that is an array of raw items, or any other value.
 enum ItemsOrValue<'t> {
     Items(Vec<&'t RawValue>),
@@ -271,13 +275,9 @@ impl<'de> Deserialize<'de> for ItemsOrValue<'de> {
             }
             fn visit_seq<A: serde::de::SeqAccess<'de>>(
                 self,
-                mut seq: A,
+                seq: A,
             ) -> Result<ItemsOrValue<'de>, A::Error> {
-                let mut items = Vec::new();
-                while let Some(i) = seq.next_element()? {
-                    items.push(i);
-                }
-                Ok(ItemsOrValue::Items(items))
+                raw_items(seq).map(ItemsOrValue::Items)
             }
             fn visit_map<A: serde::de::MapAccess<'de>>(
                 self,
