@@ -456,9 +456,8 @@ fn documents(text: &str) -> Option<Vec<&str>> {
 /// The items of a document that is a List as kubectl writes one; `None` for any other
 /// document (it is then read whole).
 fn list_items(doc: &str) -> Option<Vec<&str>> {
-    let mut keys = std::collections::HashSet::new();
-    let (mut kind, mut items, mut item_start, mut in_items) = (None, Vec::new(), None, false);
-    let mut items_seen = false;
+    let mut items: Vec<std::ops::Range<usize>> = Vec::new();
+    let (mut in_items, mut item_start) = (false, None);
     for (at, line) in lines_at(doc) {
         let top_level = !line.is_empty() && !line.starts_with([' ', '\t', '#']);
         if !top_level {
@@ -471,31 +470,43 @@ fn list_items(doc: &str) -> Option<Vec<&str>> {
         }
         if in_items && (line == "-" || line.starts_with("- ")) {
             if let Some(s) = item_start.replace(at) {
-                items.push(&doc[s..at]);
+                items.push(s..at);
             }
             continue;
         }
         if let Some(s) = item_start.take() {
-            items.push(&doc[s..at]);
+            items.push(s..at);
         }
-        in_items = false;
-        let (key, value) = line.split_once(':')?;
-        // A repeated key is read whole, which warns of it.
-        if !keys.insert(key) {
-            return None;
-        }
-        match key {
-            "kind" => kind = Some(value.trim().trim_matches(['"', '\''])),
-            "items" if value.trim().is_empty() => (in_items, items_seen) = (true, true),
-            "items" => return None,
-            _ => {}
-        }
+        in_items = line.trim_end() == "items:";
     }
     if let Some(s) = item_start {
-        items.push(&doc[s..]);
+        items.push(s..doc.len());
     }
-    // An `items:` with nothing under it is null: no List, an object.
-    (items_seen && !items.is_empty() && kind.is_some_and(|k| k.ends_with("List"))).then_some(items)
+    if items.is_empty() {
+        return None;
+    }
+    // What is left once the items are taken out must read as a List whose items are null: the
+    // whole text is read, as the whole read would (a line that ends the items early, a repeated
+    // key, anything invalid between them sends the document to the whole read).
+    let mut rest = String::new();
+    let mut last = 0;
+    for r in &items {
+        rest.push_str(&doc[last..r.start]);
+        last = r.end;
+    }
+    rest.push_str(&doc[last..]);
+    match yaml(&rest)?.as_slice() {
+        [list]
+            if list.get("items").is_some_and(Value::is_null)
+                && list
+                    .get("kind")
+                    .and_then(Value::as_str)
+                    .is_some_and(|k| k.ends_with("List")) =>
+        {
+            Some(items.into_iter().map(|r| &doc[r]).collect())
+        }
+        _ => None,
+    }
 }
 
 #[cfg(test)]

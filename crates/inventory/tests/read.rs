@@ -192,6 +192,12 @@ fn what_is_not_split_is_read_whole_with_its_errors_and_warnings() {
             "t.yaml",
         ),
         ("kind: Pod\n---\n42\n", "t.yaml"),
+        // Found by the `snapshot` fuzz target: a line that ends a List's items early, with
+        // items after it; read only up to it, the rest was lost.
+        (
+            include_str!("../testdata/list-items-cut-short.yaml"),
+            "t.yaml",
+        ),
     ] {
         let expected = wlmap_schema::decode_objects_warned(text, file)
             .unwrap_err()
