@@ -2,8 +2,8 @@
 # Build (or reuse) the testbed binaries: kube-apiserver, kubectl,
 # kube-controller-manager, kube-scheduler and etcd at the versions pinned in
 # testbed/go.mod, plus KWOK, the KubeRay, JobSet, LeaderWorkerSet, Kubeflow training
-# operator, Kubeflow Trainer and MPI operators, helm and promtool at the versions pinned below
-# (each from its own published module).
+# operator, Kubeflow Trainer and MPI operators, helm, promtool and kube-state-metrics at the
+# versions pinned below (each from its own published module).
 #
 #   testbed/build.sh            # prints the bin directory on stdout
 #
@@ -132,6 +132,7 @@ ADDONS=(
   "scheduler-plugins|sigs.k8s.io/scheduler-plugins@v0.34.7|./cmd/scheduler|scheduler-plugins-scheduler|config/crd/bases||$SCHEDULER_PLUGINS_REPLACES"
   "scheduler-plugins-controller|sigs.k8s.io/scheduler-plugins@v0.34.7|./cmd/controller|scheduler-plugins-controller|||$SCHEDULER_PLUGINS_REPLACES"
   "kueue|sigs.k8s.io/kueue@v0.17.0|./cmd/kueue|kueue-manager|config|"
+  "kube-state-metrics|k8s.io/kube-state-metrics/v2@v2.16.0|.|kube-state-metrics||"
   "crane|github.com/google/go-containerregistry@v0.20.6|./cmd/crane|crane||"
   "krew|sigs.k8s.io/krew@v0.4.3|./cmd/krew|kubectl-krew||"
   "validate-krew-manifest|sigs.k8s.io/krew@v0.4.3|./cmd/validate-krew-manifest|validate-krew-manifest||"
