@@ -21,12 +21,9 @@ log() { printf '[bench/apiserver] %s\n' "$*" >&2; }
 . "$HERE/common.sh"
 load_crds_and_namespace
 t0=$(date +%s)
-python3 "$HERE/objects.py" roots "$N" > "$TMP/roots.json"
-"${KC[@]}" create -f "$TMP/roots.json" -o json > "$TMP/roots.created.json"
-python3 "$HERE/objects.py" children "$TMP/roots.created.json" > "$TMP/children.json"
-"${KC[@]}" create -f "$TMP/children.json" -o json > "$TMP/children.created.json"
-python3 "$HERE/objects.py" pods "$TMP/roots.created.json" "$TMP/children.created.json" > "$TMP/pods.json"
-"${KC[@]}" create -f "$TMP/pods.json" -o name | wc -l > "$TMP/pods.count"
+create_workloads "$N"
+write_pods
+create_pods > "$TMP/pods.count"
 log "loaded $N workloads and $(cat "$TMP/pods.count") pods in $(( $(date +%s) - t0 )) s"
 
 scrape() { "${KC[@]}" get --raw /metrics > "$1"; }

@@ -16,3 +16,22 @@ load_crds_and_namespace() {
   done
   "${KC[@]}" create namespace bench >/dev/null
 }
+
+# The N workloads of objects.py and their children (Jobs, ReplicaSets), created in two waves
+# so that ownerReferences carry the uids the server assigned; the created objects are kept in
+# $TMP for create_pods. Needs KC, HERE and TMP.
+create_workloads() { # N
+  python3 "$HERE/objects.py" roots "$1" > "$TMP/roots.json"
+  "${KC[@]}" create -f "$TMP/roots.json" -o json > "$TMP/roots.created.json"
+  python3 "$HERE/objects.py" children "$TMP/roots.created.json" > "$TMP/children.json"
+  "${KC[@]}" create -f "$TMP/children.json" -o json > "$TMP/children.created.json"
+}
+
+# The 10 pods of each workload create_workloads made, written to $TMP/pods.json; create_pods
+# creates them, a request each, and prints how many.
+write_pods() {
+  python3 "$HERE/objects.py" pods "$TMP/roots.created.json" "$TMP/children.created.json" > "$TMP/pods.json"
+}
+create_pods() {
+  "${KC[@]}" create -f "$TMP/pods.json" -o name | wc -l
+}

@@ -40,10 +40,7 @@ cpu_s() { awk '{printf "%.2f", ($14 + $15) / 100}' "/proc/$CTL_PID/stat"; }
 rss_mib() { awk '/VmRSS/ {printf "%.1f", $2 / 1024}' "/proc/$CTL_PID/status"; }
 log "controller ready: $(rss_mib) MiB resident"
 
-python3 "$HERE/objects.py" roots "$N" > "$TMP/roots.json"
-"${KC[@]}" create -f "$TMP/roots.json" -o json > "$TMP/roots.created.json"
-python3 "$HERE/objects.py" children "$TMP/roots.created.json" > "$TMP/children.json"
-"${KC[@]}" create -f "$TMP/children.json" -o json > "$TMP/children.created.json"
+create_workloads "$N"
 ganged=$(( N - N / 4 ))
 for _ in $(seq 1 300); do
   [ "$("${KC[@]}" get podgroups.scheduling.k8s.io -n bench -o name | wc -l)" -ge "$ganged" ] && break
@@ -53,9 +50,9 @@ groups=$("${KC[@]}" get podgroups.scheduling.k8s.io -n bench -o name | wc -l)
 log "$N workloads, $groups gang objects; controller $(rss_mib) MiB, $(cpu_s) s CPU"
 cpu0=$(cpu_s)
 
-python3 "$HERE/objects.py" pods "$TMP/roots.created.json" "$TMP/children.created.json" > "$TMP/pods.json"
+write_pods
 t0=$(date +%s%N)
-"${KC[@]}" create -f "$TMP/pods.json" -o name | wc -l > "$TMP/pods.count"
+create_pods > "$TMP/pods.count"
 t1=$(date +%s%N)
 pods=$(cat "$TMP/pods.count")
 grouped=$("${KC[@]}" get pods -n bench -o json | python3 -c 'import json,sys; print(sum(1 for p in json.load(sys.stdin)["items"] if p["spec"].get("schedulingGroup")))')

@@ -28,12 +28,9 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 . "$HERE/common.sh"
 load_crds_and_namespace
 t0=$(date +%s)
-python3 "$HERE/objects.py" roots "$N" > "$TMP/roots.json"
-"${KC[@]}" create -f "$TMP/roots.json" -o json > "$TMP/roots.created.json"
-python3 "$HERE/objects.py" children "$TMP/roots.created.json" > "$TMP/children.json"
-"${KC[@]}" create -f "$TMP/children.json" -o json > "$TMP/children.created.json"
-python3 "$HERE/objects.py" pods "$TMP/roots.created.json" "$TMP/children.created.json" > "$TMP/pods.json"
-PODS=$("${KC[@]}" create -f "$TMP/pods.json" -o name | wc -l)
+create_workloads "$N"
+write_pods
+PODS=$(create_pods)
 JOBSETS=$("${KC[@]}" get jobsets -A --no-headers | wc -l)
 log "loaded $N workloads, $PODS pods ($JOBSETS JobSets) in $(( $(date +%s) - t0 )) s"
 
