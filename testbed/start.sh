@@ -31,6 +31,9 @@
 #                              `ray.io/raycluster` integrations on)
 #   WLMAP_TESTBED_FEATURE_GATES  more Kubernetes feature gates for every component
 #                              (comma-separated; e.g. WorkloadWithJob=true)
+#   WLMAP_TESTBED_CLIENT_QPS   requests/s (and burst) of kube-controller-manager's and
+#                              kube-scheduler's clients (default: theirs, 20 and 50); the
+#                              scale benchmark raises it as Kubernetes' scalability tests do
 #   WLMAP_TESTBED_START_TIMEOUT  seconds to wait for readiness (default 120)
 #   WLMAP_TESTBED_KEEP=1       on failure keep DIR (logs) instead of removing it
 set -euo pipefail
@@ -68,6 +71,9 @@ FEATURE_GATES="GenericWorkload=true,TopologyAwareWorkloadScheduling=true,Composi
 # Job controller's own gangs (`WorkloadWithJob=true`, alpha): a testbed of its own, since with
 # it every Job without an owner gets the Job controller's gang objects.
 [ -z "${WLMAP_TESTBED_FEATURE_GATES:-}" ] || FEATURE_GATES="$FEATURE_GATES,$WLMAP_TESTBED_FEATURE_GATES"
+CLIENT_QPS=()
+[ -z "${WLMAP_TESTBED_CLIENT_QPS:-}" ] \
+  || CLIENT_QPS=(--kube-api-qps="$WLMAP_TESTBED_CLIENT_QPS" --kube-api-burst="$WLMAP_TESTBED_CLIENT_QPS")
 NAMESPACE=team-a
 ADMIN_USER=wlmap-admin
 RESTRICTED_USER=wlmap-restricted
@@ -372,6 +378,7 @@ if [ "$CONTROLLERS" = 1 ]; then
     --service-cluster-ip-range="$SERVICE_CIDR" \
     --use-service-account-credentials=false \
     --feature-gates="$FEATURE_GATES" \
+    "${CLIENT_QPS[@]}" \
     --v=1
   KCM_PID="$(cat "$DIR/pids/kube-controller-manager.pid")"
   # The serviceaccount controller creating team-a/default proves controllers run.
@@ -400,6 +407,7 @@ if [ "$SCHEDULING" = 1 ]; then
     --bind-address=127.0.0.1 \
     --secure-port=0 \
     --feature-gates="$FEATURE_GATES" \
+    "${CLIENT_QPS[@]}" \
     --v=1
   SCHEDULER_PID="$(cat "$DIR/pids/kube-scheduler.pid")"
   # KWOK runs the pods bound to nodes annotated kwok.x-k8s.io/node=fake, with its own

@@ -10,7 +10,12 @@
 #
 #   cargo build --release -p wlmap-cli
 #   testbed/with-testbed.sh testbed/bench/ksm.sh [N] [RUNS]
+#
+# `ksm.sh --loaded [RUNS]` loads nothing: both watch what the cluster holds (the scale run,
+# scale.py, calls it so on its loaded cluster).
 set -euo pipefail
+LOADED=0
+if [ "${1:-}" = --loaded ]; then LOADED=1; shift; set -- 0 "$@"; fi
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$HERE/../.."
 N="${1:-1000}"
@@ -26,13 +31,16 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 
 # shellcheck source=testbed/bench/common.sh
 . "$HERE/common.sh"
-load_crds_and_namespace
-t0=$(date +%s)
-create_workloads "$N"
-write_pods
-PODS=$(create_pods)
+if [ "$LOADED" = 0 ]; then
+  load_crds_and_namespace
+  t0=$(date +%s)
+  create_workloads "$N"
+  write_pods
+  create_pods >/dev/null
+  log "loaded $N workloads in $(( $(date +%s) - t0 )) s"
+fi
+PODS=$("${KC[@]}" get pods -A --no-headers | wc -l)
 JOBSETS=$("${KC[@]}" get jobsets -A --no-headers | wc -l)
-log "loaded $N workloads, $PODS pods ($JOBSETS JobSets) in $(( $(date +%s) - t0 )) s"
 
 KSM_PORT=$(free_port) KSM_TELEMETRY=$(free_port) WLMAP_PORT=$(free_port)
 "$KSM" --kubeconfig="$WLMAP_TESTBED_KUBECONFIG" --host=127.0.0.1 --port="$KSM_PORT" \
@@ -82,7 +90,7 @@ metrics "$KSM_PORT" > "$TMP/ksm.metrics"
 metrics "$WLMAP_PORT" > "$TMP/wlmap.metrics"
 kt=$(median_ms "$KSM_PORT")
 wt=$(median_ms "$WLMAP_PORT")
-echo "objects: $N workloads, $PODS pods ($JOBSETS JobSets)"
+echo "objects: $PODS pods ($JOBSETS JobSets) in $("${KC[@]}" get namespaces --no-headers | wc -l) namespaces"
 echo "kube-state-metrics v2.16.0: $(rss "$KSM_PID"), scrape $kt ms, $(series < "$TMP/ksm.metrics") series, $(wc -c < "$TMP/ksm.metrics") bytes"
 echo "wlmap serve -A:            $(rss "$WLMAP_PID"), scrape $wt ms, $(series < "$TMP/wlmap.metrics") series, $(wc -c < "$TMP/wlmap.metrics") bytes"
 # What each says of the first JobSet.

@@ -246,6 +246,38 @@ fn finished(p: &Object) -> bool {
     )
 }
 
+/// A pod created without its group (the webhook unreachable at that moment) can never join
+/// it: the tag is fixed when the pod is created. Each group's minimum, and each sub-group's,
+/// is lowered by its members outside it (to no less than 1), so that the members it can
+/// still hold are not kept waiting for them forever; once those pods are gone (replaced
+/// through the webhook), the definition's minimum holds again.
+fn lower_by_outsiders(
+    g: &mut wlmap_engine::PodGroup,
+    seen: &wlmap_engine::PodGroup,
+    outside: &BTreeSet<&str>,
+) {
+    let count = |names: &mut dyn Iterator<Item = &String>| {
+        names.filter(|n| outside.contains(n.as_str())).count() as u64
+    };
+    let all: BTreeSet<&String> = seen
+        .members
+        .iter()
+        .chain(seen.sub_groups.iter().flat_map(|s| &s.members))
+        .collect();
+    let lost = count(&mut all.into_iter());
+    if lost > 0 {
+        g.min_member = g.min_member.saturating_sub(lost).max(1);
+    }
+    for s in &mut g.sub_groups {
+        if let Some(seen) = seen.sub_groups.iter().find(|x| x.name == s.name) {
+            let lost = count(&mut seen.members.iter());
+            if lost > 0 {
+                s.min_member = s.min_member.saturating_sub(lost).max(1);
+            }
+        }
+    }
+}
+
 /// What a workload's gangs need: the objects to write, and the pods they hold.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Desired {
@@ -288,9 +320,24 @@ pub fn desired(
             tags.iter()
                 .filter_map(|t| t["pod"].as_str().map(String::from)),
         );
-        for g in observed {
+        let outside: BTreeSet<&str> = pods
+            .iter()
+            .filter(|p| members.contains(p.name()))
+            .filter(|p| !format.format().already_grouped(p.json()) && !finished(p))
+            .map(Object::name)
+            .collect();
+        for g in &observed {
             if !groups.iter().any(|p| p.name == g.name) {
-                groups.push(g);
+                groups.push(g.clone());
+            }
+        }
+        // Not in the hierarchical form: its sub-groups' minimums are also in the Workload's
+        // templates, which cannot change once written.
+        if format != SchedulerFormat::NativeComposite {
+            for g in &mut groups {
+                if let Some(seen) = observed.iter().find(|o| o.name == g.name) {
+                    lower_by_outsiders(g, seen, &outside);
+                }
             }
         }
     }

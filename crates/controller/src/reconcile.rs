@@ -118,7 +118,7 @@ pub async fn reconcile(shared: &Shared, key: &ObjectKey) -> Result<Outcome, Erro
     }
     if count_ungrouped(shared, key, ungrouped) {
         let note = format!(
-            "{ungrouped} pod(s) carry no scheduling group (created while the webhook was unreachable): the scheduler places them one by one"
+            "{ungrouped} pod(s) carry no scheduling group (created while the webhook was unreachable): the scheduler places them one by one, and their group's minimum is lowered by them so that the others do not wait for them"
         );
         log("warning", &note, json!({"workload": key.to_string()}));
         event(

@@ -1427,6 +1427,18 @@ fn faults_leave_no_duplicate_no_orphan_and_no_silent_gap() {
                         .is_some_and(|m| m.starts_with("2 pod(s)"))
             })
     });
+    // Neither pod can ever join the group (a pod's group is fixed at creation): the group
+    // does not hold the JobSet's later pods waiting for them (its minimum of 2 is lowered by
+    // the two, to no less than 1).
+    tb.wait_for(
+        "the group's minimum lowered by the pods outside it",
+        60,
+        || {
+            gang_objects(&tb, "podgroups.scheduling.k8s.io", ns)
+                .get("unguarded-gang")
+                .is_some_and(|g| g["spec"]["schedulingPolicy"]["gang"]["minCount"] == 1)
+        },
+    );
 
     // Stopped the ordinary way (SIGTERM, as a Deployment's rollout does): the Lease is given
     // up at once, not left to expire.

@@ -1,0 +1,859 @@
+#!/usr/bin/env python3
+"""The scale run (BENCHMARKS.md, "On a cluster that schedules"): what wlmap costs a cluster
+that really places pods. Run it through testbed/bench/scale.sh, which starts the testbed
+(kube-apiserver, etcd, kube-controller-manager, kube-scheduler, KWOK, and the JobSet, LWS,
+KubeRay and training operators from their modules) and tears it down.
+
+    scale.py WORKLOADS OUT_DIR
+
+NODES = WORKLOADS / 10 KWOK nodes of 8 GPUs (the issue's 1,000 nodes for 10,000 workloads),
+then three phases, each in a namespace of its own that is deleted before the next:
+
+  without  WORKLOADS workloads (JobSet, LeaderWorkerSet, RayCluster, PyTorchJob, Job, in turn;
+           10 pods each, made by their operators and the built-in controllers), created in a
+           burst, no wlmap: the time until every pod is bound.
+  with     the same, with `wlmap controller` running as two replicas behind one address (as
+           behind a Service): native gangs, the pod webhook. The bind time and its ratio with
+           `without`, the webhook's latency, the replicas' CPU and memory, API requests per
+           workload, the time from a workload's creation to its PodGroups; then
+           kube-state-metrics and `wlmap serve` beside each other on that loaded cluster
+           (testbed/bench/ksm.sh --loaded).
+  faults   the same burst while the leader is killed (SIGKILL) at a quarter and at three
+           quarters of the workloads, a new replica started in its place 3 s later, and the
+           API server restarted at half. Then, from the cluster: pods of ganged workloads not
+           in their group, duplicate and orphaned PodGroups, pod creations refused by a
+           wlmap webhook, and how long the new leader took to catch up.
+
+Times are taken from watches (`kubectl get --watch`, each line stamped as it arrives); the
+report goes to stdout and OUT_DIR/report.md, the raw streams stay in OUT_DIR.
+"""
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
+KUBECTL = os.environ["WLMAP_TESTBED_KUBECTL"]
+KUBECONFIG = os.environ["WLMAP_TESTBED_KUBECONFIG"]
+TESTBED_DIR = os.environ["WLMAP_TESTBED_DIR"]
+WLMAP = os.environ.get("WLMAP_BIN", os.path.join(ROOT, "target", "release", "wlmap"))
+PODS_PER_WORKLOAD = 10
+GPUS_PER_NODE = 8
+KINDS = ("JobSet", "LeaderWorkerSet", "RayCluster", "PyTorchJob", "Job")
+# The PodGroups wlmap writes per workload of each kind (an LWS: one per group of leader and
+# workers, of which these have two).
+GROUPS = {"JobSet": 1, "LeaderWorkerSet": 2, "RayCluster": 1, "PyTorchJob": 1, "Job": 1}
+# Each workload's pods name it in these labels (the operators' own: jobset/pkg/constants,
+# lws/api/.../labels.go, kuberay/ray-operator/controllers/ray/utils/constant.go,
+# training-operator/pkg/apis/kubeflow.org/v1/common_types.go, kubernetes/pkg/controller/job).
+POD_LABELS = (("JobSet", "jobset.sigs.k8s.io/jobset-name"),
+              ("LeaderWorkerSet", "leaderworkerset.sigs.k8s.io/name"),
+              ("RayCluster", "ray.io/cluster"),
+              ("PyTorchJob", "training.kubeflow.org/job-name"),
+              ("Job", "batch.kubernetes.io/job-name"))
+# A lease of 15 s renewed every 5 s: the controller's defaults, as the chart runs it.
+LEASE = "wlmap-controller"
+CONTROLLER_NS = "wlmap-system"
+
+
+def log(msg):
+    print(f"[bench/scale {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+def kubectl(*args, input=None, check=True):
+    r = subprocess.run([KUBECTL, f"--kubeconfig={KUBECONFIG}", *args], input=input,
+                       capture_output=True, text=True)
+    if check and r.returncode != 0:
+        raise RuntimeError(f"kubectl {' '.join(args)}: {r.stderr.strip()}")
+    return r.stdout
+
+
+def get_items(*args):
+    return json.loads(kubectl("get", *args, "-o", "json"))["items"]
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def http_get(port, path, timeout=5):
+    import urllib.request
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=timeout) as r:
+        return r.read().decode()
+
+
+def wait_until(what, seconds, ok, every=0.5):
+    end = time.time() + seconds
+    while not ok():
+        if time.time() > end:
+            raise TimeoutError(f"timed out after {seconds} s waiting for {what}")
+        time.sleep(every)
+
+
+# ------------------------------------------------------------------ objects
+
+def container(name, gpus=0, image="registry.k8s.io/pause:3.10"):
+    limits = {"cpu": "100m", "memory": "128Mi"}
+    if gpus:
+        limits["nvidia.com/gpu"] = str(gpus)
+    return {"name": name, "image": image, "resources": {"limits": limits, "requests": limits}}
+
+
+def template(c, restart=None):
+    # The label keeps a Job's pods Running under KWOK (testbed/kwok/pod-complete.yaml): the
+    # run counts bound pods, and a pod that completed at once would be replaced by none.
+    spec = {"containers": [c]}
+    if restart:
+        spec["restartPolicy"] = restart
+    return {"metadata": {"labels": {"wlmap.test/keep-running": "true"}}, "spec": spec}
+
+
+def workload(kind, name, ns):
+    """A workload of 10 pods as its users write it; two of every fifty pods ask for a GPU
+    (the JobSet's leader, the PyTorchJob's master), so 100 pods a node fit 8 GPUs a node."""
+    meta = {"name": name, "namespace": ns}
+    if kind == "JobSet":
+        def rj(rname, replicas, pods, gpus):
+            return {"name": rname, "replicas": replicas, "template": {"spec": {
+                "parallelism": pods, "completions": pods, "backoffLimit": 0,
+                "template": template(container("main", gpus), "Never")}}}
+        return {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "metadata": meta,
+                "spec": {"replicatedJobs": [rj("leader", 1, 1, 1), rj("workers", 3, 3, 0)]}}
+    if kind == "LeaderWorkerSet":
+        return {"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
+                "metadata": meta,
+                "spec": {"replicas": 2, "leaderWorkerTemplate": {
+                    "size": 5, "workerTemplate": template(container("serve"))}}}
+    if kind == "RayCluster":
+        ray = container("ray", image="rayproject/ray:2.46.0")
+        return {"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": meta,
+                "spec": {"rayVersion": "2.46.0",
+                         "headGroupSpec": {"rayStartParams": {}, "template": template(ray)},
+                         "workerGroupSpecs": [{"groupName": "workers", "replicas": 9,
+                                               "minReplicas": 9, "maxReplicas": 9,
+                                               "rayStartParams": {}, "template": template(ray)}]}}
+    if kind == "PyTorchJob":
+        def spec(n, gpus):
+            return {"replicas": n, "restartPolicy": "OnFailure",
+                    "template": template(container("pytorch", gpus))}
+        return {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "metadata": meta,
+                "spec": {"pytorchReplicaSpecs": {"Master": spec(1, 1), "Worker": spec(9, 0)}}}
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": meta,
+            "spec": {"parallelism": 10, "completions": 10, "backoffLimit": 0,
+                     "template": template(container("main"), "Never")}}
+
+
+def workloads(n, ns):
+    return [workload(KINDS[i % len(KINDS)], f"w{i:05d}", ns) for i in range(n)]
+
+
+def node(i):
+    name = f"kwok-{i:04d}"
+    res = {"cpu": "64", "memory": "512Gi", "pods": "110", "nvidia.com/gpu": str(GPUS_PER_NODE)}
+    return {"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name,
+                         "annotations": {"kwok.x-k8s.io/node": "fake",
+                                         "node.alpha.kubernetes.io/ttl": "0"},
+                         "labels": {"type": "kwok", "kubernetes.io/arch": "amd64",
+                                    "kubernetes.io/os": "linux", "kubernetes.io/hostname": name}},
+            "status": {"allocatable": res, "capacity": res}}
+
+
+def add_nodes(n):
+    for start in range(0, n, 200):
+        items = [node(i) for i in range(start, min(n, start + 200))]
+        kubectl("create", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List",
+                                                        "items": items}))
+
+    def ready():
+        nodes = get_items("nodes", "-l", "type=kwok")
+        return len(nodes) == n and all(
+            any(c["type"] == "Ready" and c["status"] == "True"
+                for c in x["status"].get("conditions", []))
+            and not x["spec"].get("taints") for x in nodes)
+    wait_until(f"{n} KWOK nodes Ready and untainted", 600, ready, every=2)
+
+
+# ------------------------------------------------------------------ watches
+
+class Stream:
+    """A `kubectl get --watch` kept running (started again if the API server drops it), each
+    line stamped with the time it arrived."""
+
+    def __init__(self, path, args):
+        self.path, self.args = path, args
+        self.lines = []  # (time, text)
+        self.lock = threading.Lock()
+        self.stopped = False
+        self.proc = None
+        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.thread.start()
+
+    def run(self):
+        with open(self.path, "a") as out:
+            while not self.stopped:
+                self.proc = subprocess.Popen(
+                    [KUBECTL, f"--kubeconfig={KUBECONFIG}", "get", "--watch", *self.args],
+                    stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, bufsize=1)
+                for line in self.proc.stdout:
+                    t = time.time()
+                    line = line.rstrip("\n")
+                    with self.lock:
+                        self.lines.append((t, line))
+                    out.write(f"{t:.3f} {line}\n")
+                self.proc.wait()
+                if not self.stopped:
+                    time.sleep(0.5)
+
+    def snapshot(self):
+        with self.lock:
+            return list(self.lines)
+
+    def stop(self):
+        self.stopped = True
+        if self.proc:
+            self.proc.terminate()
+
+
+def first_seen(lines, key_of):
+    """The first time each key appears (key_of(fields) -> key or None)."""
+    seen = {}
+    for t, text in lines:
+        k = key_of(text.split(" "))
+        if k is not None and k not in seen:
+            seen[k] = t
+    return seen
+
+
+def bound_times(stream):
+    # "NAME NODE": the first line with a node is the pod's binding as seen by a watch.
+    return first_seen(stream.snapshot(), lambda f: f[0] if len(f) > 1 and f[1] else None)
+
+
+# ------------------------------------------------------------------ metrics
+
+def scrape(text, name):
+    """Every sample of a metric family: [(labels dict, value)]."""
+    out = []
+    for line in text.splitlines():
+        if not line.startswith(name):
+            continue
+        m = re.match(r'^([a-zA-Z_:]+)(\{(.*)\})? (\S+)$', line)
+        if not m or m.group(1) != name:
+            continue
+        labels = dict(re.findall(r'(\w+)="((?:[^"\\]|\\.)*)"', m.group(3) or ""))
+        out.append((labels, float(m.group(4))))
+    return out
+
+
+def quantile(buckets, q):
+    """histogram_quantile: linear interpolation inside the bucket holding the rank."""
+    buckets = sorted(buckets)
+    if not buckets or buckets[-1][1] == 0:
+        return float("nan")
+    rank, lo, below = q * buckets[-1][1], 0.0, 0.0
+    for le, c in buckets:
+        if c >= rank:
+            if le == float("inf"):
+                return lo
+            return lo + (le - lo) * (rank - below) / max(c - below, 1e-9)
+        lo, below = le, c
+    return float("nan")
+
+
+def merge_buckets(samples, match=lambda labels: True):
+    acc = {}
+    for labels, v in samples:
+        if match(labels):
+            le = float(labels["le"])
+            acc[le] = acc.get(le, 0.0) + v
+    return list(acc.items())
+
+
+def diff_buckets(after, before):
+    b = dict(before)
+    return [(le, c - b.get(le, 0.0)) for le, c in after]
+
+
+def apiserver_metrics():
+    return kubectl("get", "--raw", "/metrics")
+
+
+def apiserver_requests(text):
+    """Requests served, by resource (with subresource) and verb."""
+    out = {}
+    for labels, v in scrape(text, "apiserver_request_total"):
+        res = labels.get("resource", "") + ("/" + labels["subresource"] if labels.get("subresource") else "")
+        key = (res, labels.get("verb", ""))
+        out[key] = out.get(key, 0.0) + v
+    return out
+
+
+def counter_delta(after, before):
+    return {k: v - before.get(k, 0.0) for k, v in after.items()}
+
+
+def webhook_buckets(text):
+    return merge_buckets(scrape(text, "apiserver_admission_webhook_admission_duration_seconds_bucket"),
+                         lambda l: l.get("name") == "pods.wlmap.run.ai")
+
+
+def wlmap_refusals(text):
+    """Requests a wlmap webhook refused, and those it let through failing open."""
+    rejected = sum(v for l, v in scrape(text, "apiserver_admission_webhook_rejection_count")
+                   if "wlmap" in l.get("name", ""))
+    open_ = sum(v for l, v in scrape(text, "apiserver_admission_webhook_fail_open_count")
+                if "wlmap" in l.get("name", ""))
+    return rejected, open_
+
+
+def proc_cpu(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def proc_mem(pid):
+    out = {}
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith(("VmRSS", "VmHWM")):
+                k, v = line.split(":")
+                out[k] = int(v.split()[0]) / 1024
+    return out
+
+
+def pct(values, q):
+    if not values:
+        return float("nan")
+    v = sorted(values)
+    return v[min(len(v) - 1, int(round(q * (len(v) - 1))))]
+
+
+# ------------------------------------------------------------------ the service
+
+class Service:
+    """What a Service does for the replicas' webhook: one address, each connection forwarded
+    to a replica that accepts it (round robin; a replica that refuses is skipped), bytes
+    passed through untouched (TLS ends in the replica, as behind kube-proxy). The forwarding
+    runs in a process of its own (`scale.py service PORT FILE`), so that the run's watches
+    never hold it up; the replicas' ports are handed to it in FILE."""
+
+    def __init__(self, out_dir):
+        self.port = free_port()
+        self.file = os.path.join(out_dir, "service.backends")
+        self.set_backends([])
+        self.proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), "service",
+                                      str(self.port), self.file])
+        wait_until("the service listening", 10, self.listening, every=0.1)
+
+    def listening(self):
+        try:
+            socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+            return True
+        except OSError:
+            return False
+
+    def set_backends(self, ports):
+        with open(self.file + ".tmp", "w") as f:
+            f.write(" ".join(str(p) for p in ports))
+        os.replace(self.file + ".tmp", self.file)
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait()
+
+
+def forward(port, backends_file):
+    """The Service's forwarding (in its own process): a thread per connection and direction."""
+    turn = [0]
+    listener = socket.socket()
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listener.bind(("127.0.0.1", port))
+    listener.listen(128)
+
+    def connect():
+        with open(backends_file) as f:
+            ports = [int(p) for p in f.read().split()]
+        turn[0] += 1
+        for p in ports[turn[0] % max(len(ports), 1):] + ports[:turn[0] % max(len(ports), 1)]:
+            try:
+                s = socket.create_connection(("127.0.0.1", p), timeout=2)
+            except OSError:
+                continue
+            s.settimeout(None)
+            return s
+        return None
+
+    def pipe(a, b):
+        try:
+            while True:
+                data = a.recv(65536)
+                if not data:
+                    break
+                b.sendall(data)
+        except OSError:
+            pass
+        for x in (a, b):
+            try:
+                x.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    while True:
+        client, _ = listener.accept()
+        upstream = connect()
+        if upstream is None:
+            client.close()
+            continue
+        # kube-proxy forwards in the kernel; a proxy in user space would hold small writes
+        # back (Nagle) and add tens of milliseconds to each review.
+        for x in (client, upstream):
+            x.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        threading.Thread(target=pipe, args=(client, upstream), daemon=True).start()
+        threading.Thread(target=pipe, args=(upstream, client), daemon=True).start()
+
+
+class Replica:
+    """One `wlmap controller` process, reached by the API server through the Service."""
+
+    def __init__(self, identity, service, out_dir):
+        self.identity = identity
+        self.webhook, self.probes = free_port(), free_port()
+        self.log = open(os.path.join(out_dir, f"controller-{identity}.log"), "w")
+        self.proc = subprocess.Popen(
+            [WLMAP, "--kubeconfig", KUBECONFIG, "controller", "-n", CONTROLLER_NS,
+             "--identity", identity,
+             "--webhook-address", f"127.0.0.1:{self.webhook}",
+             "--probe-address", f"127.0.0.1:{self.probes}",
+             "--webhook-url", f"https://127.0.0.1:{service.port}",
+             "--webhook-host", "127.0.0.1"],
+            stdout=subprocess.DEVNULL, stderr=self.log)
+        self.cpu0 = None
+        wait_until(f"replica {identity} ready", 120, self.ready, every=0.2)
+
+    def ready(self):
+        try:
+            return http_get(self.probes, "/readyz") is not None
+        except OSError:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"replica {self.identity} exited; see its log")
+            return False
+
+    def metrics(self):
+        return http_get(self.probes, "/metrics")
+
+    def leads(self):
+        try:
+            return any(v == 1 for _, v in scrape(self.metrics(), "wlmap_controller_leader"))
+        except OSError:
+            return False
+
+    def alive(self):
+        return self.proc.poll() is None
+
+    def kill(self):
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait()
+
+    def stop(self):
+        if self.alive():
+            self.proc.terminate()
+            self.proc.wait()
+
+
+# ------------------------------------------------------------------ a phase
+
+class Phase:
+    def __init__(self, name, n, out_dir):
+        self.name, self.n, self.out = name, n, out_dir
+        self.ns = f"scale-{name}"
+        self.expected_pods = n * PODS_PER_WORKLOAD
+        self.created = {}  # workload name -> time its creation was answered
+        kubectl("create", "namespace", self.ns)
+        self.pods = Stream(os.path.join(out_dir, f"{name}.pods"),
+                           ["pods", "-n", self.ns, "-o",
+                            "jsonpath={.metadata.name} {.spec.nodeName}{\"\\n\"}"])
+        self.groups = Stream(os.path.join(out_dir, f"{name}.podgroups"),
+                             ["podgroups.scheduling.k8s.io", "-n", self.ns, "-o",
+                              "jsonpath={.metadata.name} {.metadata.ownerReferences[0].name}{\"\\n\"}"])
+
+    def create(self, at_fraction=None):
+        """Create the workloads in a burst, 25 to a request batch, each batch tried again until
+        the API server takes it (server-side apply: a retried batch changes nothing);
+        `at_fraction(f)` is called as the share f of workloads created passes 1/4, 1/2, 3/4."""
+        objs = workloads(self.n, self.ns)
+        marks = [0.25, 0.5, 0.75]
+        self.t0 = time.time()
+        for start in range(0, len(objs), 25):
+            batch = json.dumps({"apiVersion": "v1", "kind": "List", "items": objs[start:start + 25]})
+            for attempt in range(120):
+                p = subprocess.Popen([KUBECTL, f"--kubeconfig={KUBECONFIG}", "apply",
+                                      "--server-side", "-f", "-", "-o", "name"],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True)
+                p.stdin.write(batch)
+                p.stdin.close()
+                for line in p.stdout:
+                    name = line.strip().rsplit("/", 1)[-1]
+                    self.created.setdefault(name, time.time())
+                err = p.stderr.read()
+                if p.wait() == 0:
+                    break
+                log(f"{self.name}: a batch failed ({err.strip()[:200]}); again in 1 s")
+                time.sleep(1)
+            else:
+                raise RuntimeError("the API server took no batch for 2 minutes")
+            done = (start + 25) / len(objs)
+            while marks and done >= marks[0]:
+                f = marks.pop(0)
+                if at_fraction:
+                    at_fraction(f)
+        self.t_created = time.time()
+        log(f"{self.name}: {len(self.created)} workloads created in {self.t_created - self.t0:.1f} s")
+
+    def wait_bound(self, seconds, replicas=()):
+        """Wait until every pod is bound. If some never are, say which workloads hold them,
+        whether each has its PodGroups, and whether each live replica holds the workload
+        (OUT_DIR/PHASE.stuck.json), and go on: the report then says so."""
+        self.stuck = None
+        try:
+            wait_until(f"{self.expected_pods} pods bound in {self.ns}", seconds,
+                       lambda: len(bound_times(self.pods)) >= self.expected_pods, every=1)
+        except TimeoutError as e:
+            log(f"{self.name}: {e}")
+            self.stuck = self.diagnose(replicas)
+        times = bound_times(self.pods)
+        self.t_bound = max(times.values())
+        log(f"{self.name}: {len(times)} pods bound {self.t_bound - self.t0:.1f} s after the first creation")
+
+    def diagnose(self, replicas):
+        bound = bound_times(self.pods)
+        groups = {g["metadata"]["name"]: g for g in get_items("podgroups.scheduling.k8s.io", "-n", self.ns)}
+        held = {}
+        for r in replicas:
+            if r.alive():
+                try:
+                    rows = json.loads(http_get(r.probes, "/api/workloads"))["items"]
+                    held[r.identity] = {(x.get("namespace"), x.get("name")) for x in rows}
+                except (OSError, ValueError):
+                    pass
+        stuck = {}
+        for p in get_items("pods", "-n", self.ns):
+            if p["metadata"]["name"] in bound:
+                continue
+            kind, name = workload_of(p)
+            w = stuck.setdefault(f"{kind}/{name}", {"pods": 0, "groups_named": set()})
+            w["pods"] += 1
+            w["groups_named"].add((p["spec"].get("schedulingGroup") or {}).get("podGroupName"))
+        for key, w in stuck.items():
+            name = key.split("/", 1)[1]
+            w["groups_named"] = sorted(str(g) for g in w["groups_named"])
+            w["groups_exist"] = [g in groups for g in w["groups_named"]]
+            w["held_by"] = sorted(i for i, rows in held.items() if (self.ns, name) in rows)
+        with open(os.path.join(self.out, f"{self.name}.stuck.json"), "w") as f:
+            json.dump(stuck, f, indent=1)
+        return stuck
+
+    def gang_latency(self):
+        seen = first_seen(self.groups.snapshot(), lambda f: f[1] if len(f) > 1 and f[1] else None)
+        return [seen[w] - t for w, t in self.created.items() if w in seen], seen
+
+    def delete(self):
+        self.pods.stop()
+        self.groups.stop()
+        kubectl("delete", "namespace", self.ns, "--wait=false")
+        wait_until(f"namespace {self.ns} gone", 1800,
+                   lambda: kubectl("get", "namespace", self.ns, check=False) == "", every=3)
+
+
+# ------------------------------------------------------------------ checks from the cluster
+
+def workload_of(pod):
+    labels = pod["metadata"].get("labels", {})
+    for kind, key in POD_LABELS:
+        if key in labels:
+            return kind, labels[key]
+    return None, None
+
+
+def audit(ns):
+    """Pods of ganged workloads not in their group, duplicate and orphaned PodGroups."""
+    roots = {}
+    for kind, res in (("JobSet", "jobsets.jobset.x-k8s.io"),
+                      ("LeaderWorkerSet", "leaderworkersets.leaderworkerset.x-k8s.io"),
+                      ("RayCluster", "rayclusters.ray.io"), ("PyTorchJob", "pytorchjobs.kubeflow.org"),
+                      ("Job", "jobs.batch")):
+        for o in get_items(res, "-n", ns):
+            if kind == "Job" and o["metadata"].get("ownerReferences"):
+                continue  # a JobSet's Job: its pods are the JobSet's
+            roots[o["metadata"]["uid"]] = (kind, o["metadata"]["name"])
+    groups = get_items("podgroups.scheduling.k8s.io", "-n", ns)
+    by_name = {g["metadata"]["name"]: g for g in groups}
+    per_root, orphans = {}, []
+    for g in groups:
+        owner = next((r for r in g["metadata"].get("ownerReferences", []) if r.get("controller")), None)
+        if owner is None or owner["uid"] not in roots:
+            orphans.append(g["metadata"]["name"])
+            continue
+        per_root.setdefault(owner["uid"], []).append(g["metadata"]["name"])
+    duplicates = sum(max(0, len(v) - GROUPS[roots[uid][0]]) for uid, v in per_root.items())
+    missing_groups = sum(max(0, GROUPS[k] - len(per_root.get(uid, []))) for uid, (k, _) in roots.items())
+    ungrouped, pods = [], get_items("pods", "-n", ns)
+    for p in pods:
+        kind, name = workload_of(p)
+        group = (p["spec"].get("schedulingGroup") or {}).get("podGroupName")
+        g = by_name.get(group)
+        owner = g and next((r for r in g["metadata"].get("ownerReferences", []) if r.get("controller")), None)
+        if not owner or roots.get(owner["uid"]) != (kind, name):
+            ungrouped.append(p["metadata"]["name"])
+    refused = [e for e in get_items("events", "-n", ns)
+               if e.get("reason") in ("FailedCreate", "FailedCreatePod", "Failed")
+               and "wlmap" in e.get("message", "")]
+    return {"workloads": len(roots), "pods": len(pods), "podgroups": len(groups),
+            "ungrouped": ungrouped, "duplicates": duplicates, "orphans": orphans,
+            "missing_groups": missing_groups, "refused_events": len(refused)}
+
+
+# ------------------------------------------------------------------ the run
+
+def component_cpu():
+    out = {}
+    for name in ("kube-apiserver", "etcd", "kube-scheduler", "kube-controller-manager", "kwok"):
+        try:
+            with open(os.path.join(TESTBED_DIR, "pids", f"{name}.pid")) as f:
+                out[name] = proc_cpu(int(f.read().strip()))
+        except (OSError, ValueError):
+            pass
+    return out
+
+
+def cpu_delta(before, after):
+    return {k: after[k] - before[k] for k in after if k in before}
+
+
+def run_phase(name, n, out_dir, bound_timeout, replicas=()):
+    cpu0, m0 = component_cpu(), apiserver_metrics()
+    ph = Phase(name, n, out_dir)
+    ph.create()
+    ph.wait_bound(bound_timeout, replicas)
+    m1 = apiserver_metrics()
+    ph.cpu = cpu_delta(cpu0, component_cpu())
+    ph.requests_by = counter_delta(apiserver_requests(m1), apiserver_requests(m0))
+    ph.requests = sum(ph.requests_by.values())
+    ph.webhook = diff_buckets(webhook_buckets(m1), webhook_buckets(m0))
+    ph.refusals = [a - b for a, b in zip(wlmap_refusals(m1), wlmap_refusals(m0))]
+    return ph
+
+
+def fmt_ms(s):
+    return f"{s * 1000:.1f}"
+
+
+def main():
+    n, out_dir = int(sys.argv[1]), sys.argv[2]
+    os.makedirs(out_dir, exist_ok=True)
+    nodes = max(2, n // 10)
+    report = []
+
+    def say(line=""):
+        print(line, flush=True)
+        report.append(line)
+
+    kubectl("create", "namespace", CONTROLLER_NS)
+    t = time.time()
+    add_nodes(nodes)
+    log(f"{nodes} nodes Ready in {time.time() - t:.1f} s")
+    bound_timeout = max(600, n * 3)
+
+    # ---- without wlmap
+    plain = run_phase("without", n, out_dir, bound_timeout)
+    plain.delete()
+
+    # ---- with wlmap: two replicas behind one address
+    service = Service(out_dir)
+    replicas = [Replica("scale-a", service, out_dir)]
+    service.set_backends([r.webhook for r in replicas])
+    wait_until("replica scale-a leads", 60, replicas[0].leads)
+    replicas.append(Replica("scale-b", service, out_dir))
+    service.set_backends([r.webhook for r in replicas])
+    ctl0 = {r.identity: (proc_cpu(r.proc.pid), r.metrics()) for r in replicas}
+    with_ = run_phase("with", n, out_dir, bound_timeout, replicas)
+    if not with_.stuck:
+        wait_until("every workload's PodGroups", 300,
+                   lambda: len(with_.gang_latency()[0]) >= n, every=1)
+    ctl = {}
+    for r in replicas:
+        cpu0, m0 = ctl0[r.identity]
+        m1 = r.metrics()
+        ctl[r.identity] = {
+            "cpu": proc_cpu(r.proc.pid) - cpu0, "mem": proc_mem(r.proc.pid), "leader": r.leads(),
+            "hist": diff_buckets(merge_buckets(scrape(m1, "wlmap_admission_duration_seconds_bucket")),
+                                 merge_buckets(scrape(m0, "wlmap_admission_duration_seconds_bucket"))),
+            "writes": sum(v for _, v in scrape(m1, "wlmap_controller_gang_object_writes_total"))
+            - sum(v for _, v in scrape(m0, "wlmap_controller_gang_object_writes_total")),
+            "fetches": sum(v for _, v in scrape(m1, "wlmap_admission_owner_fetches_total"))
+            - sum(v for _, v in scrape(m0, "wlmap_admission_owner_fetches_total")),
+        }
+    with_audit = audit(with_.ns)
+    log(f"with: audit {json.dumps({k: (len(v) if isinstance(v, list) else v) for k, v in with_audit.items()})}")
+    ksm = subprocess.run(["bash", os.path.join(HERE, "ksm.sh"), "--loaded", "5"],
+                         capture_output=True, text=True, env=dict(os.environ, WLMAP_BIN=WLMAP))
+    with open(os.path.join(out_dir, "ksm.txt"), "w") as f:
+        f.write(ksm.stdout + ksm.stderr)
+    with_.delete()
+
+    # ---- faults: the leader killed twice, the API server restarted once, mid-burst
+    events, takeover = [], {}
+    counted = [0.0, 0.0]  # refused, failed open: what the API server counted before its restart
+
+    def elected(killed, t):
+        def watch():
+            while time.time() - t < 120:
+                if any(r.alive() and r.leads() for r in replicas):
+                    takeover[killed] = time.time() - t
+                    return
+                time.sleep(0.2)
+        threading.Thread(target=watch, daemon=True).start()
+
+    def fault(f):
+        if f in (0.25, 0.75):
+            leader = next((r for r in replicas if r.alive() and r.leads()), None)
+            if leader is None:
+                log("faults: no replica leads at the moment of the kill")
+                return
+            t = time.time()
+            leader.kill()
+            log(f"faults: killed the leader {leader.identity}")
+            events.append(("kill", t, leader.identity))
+            elected(leader.identity, t)
+            time.sleep(3)
+            fresh = Replica(f"scale-{chr(ord('a') + len(replicas))}", service, out_dir)
+            replicas.append(fresh)
+            service.set_backends([r.webhook for r in replicas if r.alive()])
+        else:
+            now = wlmap_refusals(apiserver_metrics())
+            counted[0] += now[0] - start[0]
+            counted[1] += now[1] - start[1]
+            t = time.time()
+            subprocess.run([os.environ["WLMAP_TESTBED_RESTART_APISERVER"], TESTBED_DIR, "2"],
+                           check=True, capture_output=True)
+            log("faults: restarted the API server")
+            events.append(("restart", t, "kube-apiserver"))
+
+    faults = Phase("faults", n, out_dir)
+    start = wlmap_refusals(apiserver_metrics())
+    faults.create(fault)
+    faults.wait_bound(bound_timeout, replicas)
+    if not faults.stuck:
+        wait_until("every workload's PodGroups after the faults", 300,
+                   lambda: len(faults.gang_latency()[0]) >= n, every=1)
+    time.sleep(10)  # the leader's last writes settle before the cluster is read
+    fault_audit = audit(faults.ns)
+    latency, seen = faults.gang_latency()
+    # The API server's counters restart with it: what it counted before, and since.
+    refused, fail_open = [a + b for a, b in zip(counted, wlmap_refusals(apiserver_metrics()))]
+    takeovers = []
+    for kind, t, who in events:
+        if kind != "kill":
+            continue
+        before = [w for w, c in faults.created.items() if c <= t]
+        caught = max((seen.get(w, float("inf")) for w in before), default=t) - t
+        takeovers.append((who, takeover.get(who, float("nan")), max(caught, 0.0), len(before)))
+    for r in replicas:
+        r.stop()
+    service.stop()
+
+    # ---- report
+    bind_plain = plain.t_bound - plain.t0
+    bind_with = with_.t_bound - with_.t0
+    pods = with_.expected_pods
+    lat, _ = with_.gang_latency()
+    leader = next(v for v in ctl.values() if v["leader"])
+    hist = [(le, sum(dict(v["hist"]).get(le, 0.0) for v in ctl.values())) for le, _ in leader["hist"]]
+    say(f"## Scale run: {n} workloads, {pods} pods, {nodes} KWOK nodes of {GPUS_PER_NODE} GPUs")
+    say()
+    say("| | without wlmap | with wlmap (2 replicas) |")
+    say("|---|---|---|")
+    say(f"| workloads created (s) | {plain.t_created - plain.t0:.1f} | {with_.t_created - with_.t0:.1f} |")
+    say(f"| every pod bound (s from the first creation) | {bound_text(plain)} | {bound_text(with_)} "
+        f"(×{bind_with / bind_plain:.3f}) |")
+    say(f"| API requests in the phase, per workload | {plain.requests / n:.1f} | {with_.requests / n:.1f} |")
+    more = sorted(((v - plain.requests_by.get(k, 0.0), k) for k, v in with_.requests_by.items()),
+                  reverse=True)[:4]
+    say("| the most added requests, per workload | | "
+        + ", ".join(f"{r} {verb} +{d / n:.1f}" for d, (r, verb) in more) + " |")
+    for comp in sorted(with_.cpu):
+        say(f"| {comp} CPU (s) | {plain.cpu.get(comp, 0):.1f} | {with_.cpu[comp]:.1f} |")
+    say()
+    say(f"- Webhook latency inside wlmap: p50 {fmt_ms(quantile(hist, 0.5))} ms, "
+        f"p99 {fmt_ms(quantile(hist, 0.99))} ms ({int(hist[-1][1]) if hist else 0} reviews); "
+        f"as the API server measures the call: p50 {fmt_ms(quantile(with_.webhook, 0.5))} ms, "
+        f"p99 {fmt_ms(quantile(with_.webhook, 0.99))} ms")
+    for ident, v in sorted(ctl.items()):
+        say(f"- Replica {ident} ({'leader' if v['leader'] else 'standby'}): CPU {v['cpu']:.1f} s "
+            f"({v['cpu'] / (pods / 1000):.2f} s per 1,000 pods), resident {v['mem']['VmRSS']:.0f} MiB, "
+            f"peak {v['mem']['VmHWM']:.0f} MiB ({v['mem']['VmHWM'] / (pods / 1000):.1f} MiB per 1,000 pods); "
+            f"gang object writes {v['writes']:.0f}, owner fetches {v['fetches']:.0f}")
+    say(f"- wlmap's own API requests per workload: {sum(v['writes'] + v['fetches'] for v in ctl.values()) / n:.2f} "
+        "(gang object writes and owner fetches)")
+    say(f"- Creation to PodGroups: p50 {fmt_ms(pct(lat, 0.5))} ms, p99 {fmt_ms(pct(lat, 0.99))} ms "
+        f"({len(lat)} workloads)")
+    say(f"- Audit after the phase: {audit_line(with_audit)}; pod creations refused by a wlmap "
+        f"webhook {with_.refusals[0]:.0f}, let through failing open {with_.refusals[1]:.0f}")
+    say()
+    say("### Faults (leader killed at 1/4 and 3/4 of the workloads, API server restarted at 1/2)")
+    say()
+    say(f"- Every pod bound {bound_text(faults)} s after the first creation; "
+        f"creation to PodGroups p50 {fmt_ms(pct(latency, 0.5))} ms, p99 {fmt_ms(pct(latency, 0.99))} ms")
+    say(f"- Audit: {audit_line(fault_audit)}")
+    for ph in (plain, with_, faults):
+        for key, w in (ph.stuck or {}).items():
+            say(f"- NOT BOUND in `{ph.name}` after {bound_timeout} s: {key}, {w['pods']} pods naming "
+                f"{w['groups_named']} (PodGroup exists: {w['groups_exist']}); held by replicas "
+                f"{w['held_by'] or 'none'}")
+    say(f"- Pod creations refused by a wlmap webhook: {refused:.0f}; let through failing open: "
+        f"{fail_open:.0f} (the API server's counters, before and after its restart)")
+    for who, elected_s, caught, before in takeovers:
+        say(f"- Leader {who} killed: a new leader {elected_s:.1f} s later; the {before} workloads "
+            f"created before the kill had all their PodGroups {caught:.1f} s after it")
+    say()
+    say("### Beside kube-state-metrics on the loaded cluster (the `with` phase's objects)")
+    say()
+    say("```")
+    say(ksm.stdout.strip())
+    say("```")
+    with open(os.path.join(out_dir, "report.md"), "w") as f:
+        f.write("\n".join(report) + "\n")
+    # The run ends by itself either way; the report says which goals were met, and a
+    # phase whose pods were not all bound makes it fail.
+    stuck = any(ph.stuck for ph in (plain, with_, faults))
+    sys.exit(0 if ksm.returncode == 0 and not stuck else 1)
+
+
+def bound_text(ph):
+    return f"{ph.t_bound - ph.t0:.1f}" + (" (NOT all: see below)" if ph.stuck else "")
+
+
+def audit_line(a):
+    return (f"{a['workloads']} workloads, {a['pods']} pods, {a['podgroups']} PodGroups; "
+            f"pods not in their group {len(a['ungrouped'])}, duplicate PodGroups {a['duplicates']}, "
+            f"orphaned {len(a['orphans'])}, missing {a['missing_groups']}; "
+            f"creations refused mentioning wlmap (events) {a['refused_events']}")
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["service"]:
+        forward(int(sys.argv[2]), sys.argv[3])
+    else:
+        main()
