@@ -156,7 +156,11 @@ fn desired_objects_of_a_jobset_in_each_format() {
             assert_eq!(objs.len(), 1, "{format:?}: {objs:#?}");
             let o = &objs[0];
             assert_eq!(o["metadata"]["name"], "llm-train-gang", "{format:?}");
-            assert_eq!(count(o), Some(3), "{format:?}: {o}");
+            // The recorded pods were created without wlmap: none names the group, and none
+            // ever can, so the group does not wait for them (its minimum of 3 is lowered by
+            // the three, to no less than 1).
+            let min = if with.is_empty() { 3 } else { 1 };
+            assert_eq!(count(o), Some(min), "{format:?}: {o}");
             assert_eq!(o["metadata"]["ownerReferences"][0]["uid"], root.uid());
             assert!(wlmap_controller::gangs::is_ours(o), "{format:?}");
         }
