@@ -187,8 +187,12 @@ def add_nodes(n):
 # ------------------------------------------------------------------ watches
 
 class Stream:
-    """A `kubectl get --watch` kept running (started again if the API server drops it), each
-    line stamped with the time it arrived."""
+    """A `kubectl get --watch` kept running, each line stamped with the time it arrived. A
+    watch kubectl opened while the API server was restarting can stay open and silent for
+    good (seen in the faults phase: the cluster had every PodGroup and every pod bound, the
+    watches had stopped some seconds after the restart), so each watch ends after 30 s
+    (`--request-timeout`) and starts again, listing first: an object is seen at most 30 s
+    late after such a stall, and first times seen before are kept."""
 
     def __init__(self, path, args):
         self.path, self.args = path, args
@@ -203,7 +207,8 @@ class Stream:
         with open(self.path, "a") as out:
             while not self.stopped:
                 self.proc = subprocess.Popen(
-                    [KUBECTL, f"--kubeconfig={KUBECONFIG}", "get", "--watch", *self.args],
+                    [KUBECTL, f"--kubeconfig={KUBECONFIG}", "get", "--watch",
+                     "--request-timeout=30s", *self.args],
                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, bufsize=1)
                 for line in self.proc.stdout:
                     t = time.time()
@@ -212,8 +217,6 @@ class Stream:
                         self.lines.append((t, line))
                     out.write(f"{t:.3f} {line}\n")
                 self.proc.wait()
-                if not self.stopped:
-                    time.sleep(0.5)
 
     def snapshot(self):
         with self.lock:
