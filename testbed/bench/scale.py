@@ -192,7 +192,9 @@ class Stream:
     good (seen in the faults phase: the cluster had every PodGroup and every pod bound, the
     watches had stopped some seconds after the restart), so each watch ends after 30 s
     (`--request-timeout`) and starts again, listing first: an object is seen at most 30 s
-    late after such a stall, and first times seen before are kept."""
+    late after such a stall, and first times seen before are kept. Columns, not a jsonpath:
+    kubectl prints a watch's first listing as one List, which a jsonpath of an object's
+    fields prints as an empty line (the objects listed would be lost at each restart)."""
 
     def __init__(self, path, args):
         self.path, self.args = path, args
@@ -229,10 +231,11 @@ class Stream:
 
 
 def first_seen(lines, key_of):
-    """The first time each key appears (key_of(fields) -> key or None)."""
+    """The first time each key appears (key_of(fields) -> key or None); the columns'
+    `<none>` (a field not set) is an empty field."""
     seen = {}
     for t, text in lines:
-        k = key_of(text.split(" "))
+        k = key_of(["" if f == "<none>" else f for f in text.split()])
         if k is not None and k not in seen:
             seen[k] = t
     return seen
@@ -485,11 +488,11 @@ class Phase:
         self.created = {}  # workload name -> time its creation was answered
         kubectl("create", "namespace", self.ns)
         self.pods = Stream(os.path.join(out_dir, f"{name}.pods"),
-                           ["pods", "-n", self.ns, "-o",
-                            "jsonpath={.metadata.name} {.spec.nodeName}{\"\\n\"}"])
+                           ["pods", "-n", self.ns, "--no-headers", "-o",
+                            "custom-columns=NAME:.metadata.name,NODE:.spec.nodeName"])
         self.groups = Stream(os.path.join(out_dir, f"{name}.podgroups"),
-                             ["podgroups.scheduling.k8s.io", "-n", self.ns, "-o",
-                              "jsonpath={.metadata.name} {.metadata.ownerReferences[0].name}{\"\\n\"}"])
+                             ["podgroups.scheduling.k8s.io", "-n", self.ns, "--no-headers", "-o",
+                              "custom-columns=NAME:.metadata.name,OWNER:.metadata.ownerReferences[0].name"])
 
     def create(self, at_fraction=None):
         """Create the workloads in a burst, 25 to a request batch, each batch tried again until

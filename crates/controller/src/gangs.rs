@@ -331,13 +331,11 @@ pub fn desired(
                 groups.push(g.clone());
             }
         }
-        // Not in the hierarchical form: its sub-groups' minimums are also in the Workload's
-        // templates, which cannot change once written.
-        if format != SchedulerFormat::NativeComposite {
-            for g in &mut groups {
-                if let Some(seen) = observed.iter().find(|o| o.name == g.name) {
-                    lower_by_outsiders(g, seen, &outside);
-                }
+        // In the hierarchical form the lowered sub-group minimums go to the leaf PodGroups and
+        // to the Workload's templates alike; the API server (v1.37) takes either in place.
+        for g in &mut groups {
+            if let Some(seen) = observed.iter().find(|o| o.name == g.name) {
+                lower_by_outsiders(g, seen, &outside);
             }
         }
     }

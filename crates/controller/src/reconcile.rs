@@ -131,11 +131,31 @@ pub async fn reconcile(shared: &Shared, key: &ObjectKey) -> Result<Outcome, Erro
         )
         .await;
     }
+    if being_deleted(root.json()) {
+        // Its gang objects are owned by it and go with it (the garbage collector), and its
+        // namespace may be terminating, where nothing can be created.
+        return Ok(Outcome::Unchanged);
+    }
     let mut outcome = Outcome::Unchanged;
     for (kind, action) in writes {
         outcome = outcome.and(act(shared, key, &root, &kind, action).await?);
     }
     Ok(outcome)
+}
+
+/// True when the object has been asked to go (`metadata.deletionTimestamp`).
+fn being_deleted(o: &Value) -> bool {
+    !o["metadata"]["deletionTimestamp"].is_null()
+}
+
+/// True when the API server refused a create because the namespace is being deleted
+/// (the NamespaceLifecycle admission plugin's `NamespaceTerminating` cause): the namespace
+/// takes the workload with it, so there is nothing to write and nothing to retry.
+fn namespace_terminating(s: &kube::core::Status) -> bool {
+    s.code == 403
+        && s.details
+            .as_ref()
+            .is_some_and(|d| d.causes.iter().any(|c| c.reason == "NamespaceTerminating"))
 }
 
 /// Carry out one action on a gang object of this kind.
@@ -152,10 +172,7 @@ async fn act(
         &crate::gangs::kind(kind).api_resource(),
     );
     match action {
-        Action::Apply(obj) => {
-            apply(shared, &api, &obj, root.uid()).await?;
-            Ok(Outcome::Applied)
-        }
+        Action::Apply(obj) => apply(shared, &api, &obj, root.uid()).await,
         Action::Delete { name, uid } => {
             delete(shared, &api, kind.kind, &name, &uid).await?;
             Ok(Outcome::Applied)
@@ -175,11 +192,12 @@ async fn apply(
     api: &kube::Api<DynamicObject>,
     obj: &Value,
     workload_uid: &str,
-) -> Result<(), Error> {
+) -> Result<Outcome, Error> {
     let name = obj["metadata"]["name"].as_str().unwrap_or("").to_string();
     let what = format!("apply {} {name}", obj["kind"].as_str().unwrap_or(""));
     let params = PatchParams::apply(FIELD_MANAGER).force();
     let out = match api.patch(&name, &params, &Patch::Apply(obj)).await {
+        Err(kube::Error::Api(s)) if namespace_terminating(&s) => return Ok(Outcome::Unchanged),
         Err(kube::Error::Api(s)) if s.code == 422 => {
             let Some(old) = ours_to_replace(&reading(&shared.gang_objects), obj, workload_uid)
             else {
@@ -202,7 +220,7 @@ async fn apply(
         writing(&shared.gang_objects).insert(v);
     }
     Metrics::count(&shared.metrics.writes, "action", "apply");
-    Ok(())
+    Ok(Outcome::Applied)
 }
 
 /// The uid of the object of `obj`'s kind and name when wlmap wrote it for this workload.
@@ -297,4 +315,32 @@ async fn conflict(shared: &Shared, key: &ObjectKey, root: &Object, kind: &str, n
         &note,
     )
     .await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The API server's answer to a PodGroup created in a namespace being deleted
+    /// (kube-apiserver v1.37.2 of the testbed, a namespace held Terminating by a finalizer,
+    /// `kubectl create --raw ... -v=9`).
+    const TERMINATING: &str = r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"podgroups.scheduling.k8s.io \"x\" is forbidden: unable to create new content in namespace term-probe because it is being terminated","reason":"Forbidden","details":{"name":"x","group":"scheduling.k8s.io","kind":"podgroups","causes":[{"reason":"NamespaceTerminating","message":"namespace term-probe is being terminated","field":"metadata.namespace"}]},"code":403}"#;
+
+    #[test]
+    fn a_create_refused_in_a_terminating_namespace_is_nothing_to_retry() {
+        let s: kube::core::Status = serde_json::from_str(TERMINATING).expect("a Status");
+        assert!(namespace_terminating(&s));
+        // Forbidden for another reason (RBAC): an error, retried and logged.
+        let mut rbac = s.clone();
+        rbac.details = None;
+        assert!(!namespace_terminating(&rbac));
+    }
+
+    #[test]
+    fn a_workload_with_a_deletion_timestamp_is_being_deleted() {
+        assert!(being_deleted(
+            &json!({"metadata": {"deletionTimestamp": "2026-12-06T04:00:00Z"}})
+        ));
+        assert!(!being_deleted(&json!({"metadata": {"name": "train"}})));
+    }
 }

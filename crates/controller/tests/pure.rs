@@ -150,7 +150,7 @@ fn desired_objects_of_a_jobset_in_each_format() {
             assert_eq!(want.members.len(), with.len(), "{format:?}");
             let objs = want.objects;
             if format == SchedulerFormat::NativeComposite {
-                hierarchical_jobset(&objs, root);
+                hierarchical_jobset(&objs, root, !with.is_empty());
                 continue;
             }
             assert_eq!(objs.len(), 1, "{format:?}: {objs:#?}");
@@ -168,8 +168,10 @@ fn desired_objects_of_a_jobset_in_each_format() {
 }
 
 /// The hierarchical form of the leader-and-workers JobSet: its Workload and CompositePodGroup
-/// needing both roles, and a PodGroup per role (1 leader, 2 workers) under it.
-fn hierarchical_jobset(objs: &[Value], root: &Object) {
+/// needing both roles, and a PodGroup per role (1 leader, 2 workers) under it. With the
+/// recorded pods, created without wlmap, each role's minimum is lowered by its pods outside
+/// it (workers 2 - 2, to no less than 1), in the PodGroup and in the Workload's template.
+fn hierarchical_jobset(objs: &[Value], root: &Object, lowered: bool) {
     let kinds: Vec<&str> = objs.iter().filter_map(|o| o["kind"].as_str()).collect();
     assert_eq!(
         kinds,
@@ -192,13 +194,21 @@ fn hierarchical_jobset(objs: &[Value], root: &Object) {
             )
         })
         .collect();
+    let workers = if lowered { 1 } else { 2 };
     assert_eq!(
         leaves,
         [
             ("llm-train-gang-replicatedjob-leader", 1),
-            ("llm-train-gang-replicatedjob-workers", 2)
+            ("llm-train-gang-replicatedjob-workers", workers)
         ]
     );
+    let templates: Vec<u64> = objs[0]["spec"]["compositePodGroupTemplates"][0]["podGroupTemplates"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t["schedulingPolicy"]["gang"]["minCount"].as_u64())
+        .collect();
+    assert_eq!(templates, [1, workers], "{}", objs[0]);
     for o in objs {
         assert_eq!(o["metadata"]["ownerReferences"][0]["uid"], root.uid());
         assert!(wlmap_controller::gangs::is_ours(o));

@@ -1473,7 +1473,8 @@ fn gang_objects(tb: &Testbed, resource: &str, ns: &str) -> BTreeMap<String, Valu
 /// 4-GPU pods fits, no pod binds; the same role groups without their parent bind a role alone
 /// (the partial allocation); with a second node all three bind. The JobSet webhook refuses a
 /// role added; a RayCluster's worker group added gives a new CompositePodGroup (its
-/// `minGroupCount` cannot change in place).
+/// `minGroupCount` cannot change in place). Pods made while no replica answers the webhook
+/// lower their role's minimum in place, in its PodGroup and in the Workload's template.
 #[test]
 #[ignore = "needs the scheduling testbed (see the file's doc)"]
 fn roles_are_ganged_together_by_a_composite_pod_group() {
@@ -1695,6 +1696,89 @@ fn roles_are_ganged_together_by_a_composite_pod_group() {
                     && g["metadata"]["uid"] != first_uid
             })
         },
+    );
+
+    // Pods created while no replica answers the webhook can never join their role's group:
+    // the role's minimum is lowered by them, in its PodGroup and in the Workload's template,
+    // both changed in place (same uids). The JobSet is made suspended, so its groups exist
+    // before its pods; it is resumed with the controller stopped.
+    let lns = "ctl-composite-lowered";
+    tb.namespace(lns);
+    let mut suspended = jobset.clone();
+    suspended["metadata"]["namespace"] = json!(lns);
+    suspended["spec"]["suspend"] = json!(true);
+    for role in suspended["spec"]["replicatedJobs"]
+        .as_array_mut()
+        .expect("roles")
+    {
+        // No node is in this pool: the pods stay Pending, whatever their groups say.
+        role["template"]["spec"]["template"]["spec"]["nodeSelector"] =
+            json!({"wlmap.test/pool": "cpg-none"});
+    }
+    tb.kubectl(&["create", "-f", "-"], Some(&suspended.to_string()));
+    let role_min = |name: &str| {
+        gang_objects(&tb, "podgroups.scheduling.k8s.io", lns)
+            .get(name)
+            .map(|g| {
+                (
+                    g["spec"]["schedulingPolicy"]["gang"]["minCount"].clone(),
+                    g["metadata"]["uid"].clone(),
+                )
+            })
+    };
+    let workers = "train-gang-replicatedjob-workers";
+    tb.wait_for("the suspended JobSet's role groups", 60, || {
+        role_min(workers).is_some_and(|(min, _)| min == 2)
+    });
+    let (_, workers_uid) = role_min(workers).expect("the workers' PodGroup");
+    let template_mins = || {
+        let w = tb.get_json(&["get", "workloads.scheduling.k8s.io/train-gang", "-n", lns]);
+        let mins: Vec<Value> = w["spec"]["compositePodGroupTemplates"][0]["podGroupTemplates"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|t| t["schedulingPolicy"]["gang"]["minCount"].clone())
+            .collect();
+        (mins, w["metadata"]["uid"].clone())
+    };
+    let (mins, workload_uid) = template_mins();
+    assert_eq!(mins, [json!(1), json!(2)]);
+    let mut ctl = ctl;
+    ctl.terminate();
+    tb.kubectl(
+        &[
+            "patch",
+            "jobset/train",
+            "-n",
+            lns,
+            "--type=merge",
+            "-p",
+            r#"{"spec":{"suspend":false}}"#,
+        ],
+        None,
+    );
+    tb.wait_for("the pods made without their groups", 60, || {
+        let ps = tb.pods(lns);
+        ps.len() == 3 && ps.iter().all(|p| p["spec"]["schedulingGroup"].is_null())
+    });
+    let _next = Controller::start_with(
+        &tb,
+        "composite-next",
+        "wlmap-composite",
+        &[
+            "--scheduler",
+            "native-composite",
+            "--lease-name",
+            "wlmap-composite",
+        ],
+    );
+    tb.wait_for("the workers' minimum lowered in place", 90, || {
+        role_min(workers) == Some((json!(1), workers_uid.clone()))
+    });
+    assert_eq!(
+        template_mins(),
+        (vec![json!(1), json!(1)], workload_uid),
+        "the Workload's template says the same"
     );
 }
 

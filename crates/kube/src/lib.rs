@@ -29,6 +29,7 @@
 //! caller that keeps one.
 
 pub mod live;
+mod watched;
 
 pub use kube;
 use kube::discovery::{ApiResource, Scope};
@@ -37,6 +38,7 @@ use serde_json::Value;
 use std::cell::{Cell, RefCell};
 use std::path::PathBuf;
 use std::time::Duration;
+pub use watched::Watched;
 use wlmap_schema::{GroupKind, GroupVersionKind};
 
 /// Errors of cluster access. Messages name the server and never carry credentials.
@@ -753,9 +755,10 @@ fn encode(s: &str) -> String {
         .collect()
 }
 
-/// A watched object as JSON, with `apiVersion` and `kind` set from the kind watched.
-fn typed(o: kube::api::DynamicObject, k: &Kind) -> Value {
-    let mut v = serde_json::to_value(o).unwrap_or(Value::Null);
+/// A watched object as JSON, with `apiVersion` and `kind` set from the kind watched (a
+/// list's items come without them).
+fn typed(o: Watched, k: &Kind) -> Value {
+    let mut v = o.into_value();
     if let Some(m) = v.as_object_mut() {
         m.insert("apiVersion".into(), Value::from(k.api_version()));
         m.insert("kind".into(), Value::from(k.kind.clone()));
@@ -924,7 +927,7 @@ fn kind_stream(
     use futures::StreamExt;
     use kube::runtime::{WatchStreamExt, watcher};
     {
-        let api: kube::Api<kube::api::DynamicObject> = match (k.namespaced, ns) {
+        let api: kube::Api<Watched> = match (k.namespaced, ns) {
             (true, Some(n)) => kube::Api::namespaced_with(client.clone(), n, &k.api_resource()),
             _ => kube::Api::all_with(client.clone(), &k.api_resource()),
         };

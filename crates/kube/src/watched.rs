@@ -1,0 +1,131 @@
+//! An object as a watch delivers it, read once into a JSON value.
+//!
+//! Why not `kube`'s `DynamicObject`: its two flattened fields make serde buffer every object
+//! into an intermediate tree before reading it, and the inventory wants a JSON value, which
+//! took a second conversion (`serde_json::to_value`). Together they were a fifth of a
+//! controller replica's CPU under a burst of pods (the scale run, `perf`). This type reads
+//! the text into a value in one pass and copies out only the four metadata fields the
+//! watcher reads (name, namespace, uid, resourceVersion).
+
+use kube::core::{DynamicResourceScope, ObjectMeta, Resource};
+use kube::discovery::ApiResource;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::Value;
+use std::borrow::Cow;
+
+/// A watched object: its JSON, and the metadata the watcher keeps its place by.
+///
+/// ```
+/// let text = r#"{"metadata": {"name": "p", "namespace": "ml", "uid": "u1",
+///     "resourceVersion": "42", "labels": {"app": "x"}}, "spec": {"nodeName": "n1"}}"#;
+/// let o: wlmap_kube::Watched = serde_json::from_str(text).unwrap();
+/// use kube::core::Resource;
+/// assert_eq!(o.meta().resource_version.as_deref(), Some("42"));
+/// assert_eq!(o.meta().name.as_deref(), Some("p"));
+/// assert_eq!(o.into_value()["spec"]["nodeName"], "n1");
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct Watched {
+    meta: ObjectMeta,
+    value: Value,
+}
+
+impl Watched {
+    /// The object's JSON, as the API server sent it.
+    pub fn into_value(self) -> Value {
+        self.value
+    }
+}
+
+impl<'de> Deserialize<'de> for Watched {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let value = Value::deserialize(d)?;
+        let field = |k: &str| {
+            value
+                .get("metadata")
+                .and_then(|m| m.get(k))
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        };
+        let meta = ObjectMeta {
+            name: field("name"),
+            namespace: field("namespace"),
+            uid: field("uid"),
+            resource_version: field("resourceVersion"),
+            ..ObjectMeta::default()
+        };
+        Ok(Watched { meta, value })
+    }
+}
+
+impl Serialize for Watched {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.value.serialize(s)
+    }
+}
+
+impl Resource for Watched {
+    type DynamicType = ApiResource;
+    type Scope = DynamicResourceScope;
+
+    fn group(dt: &ApiResource) -> Cow<'_, str> {
+        dt.group.as_str().into()
+    }
+
+    fn version(dt: &ApiResource) -> Cow<'_, str> {
+        dt.version.as_str().into()
+    }
+
+    fn kind(dt: &ApiResource) -> Cow<'_, str> {
+        dt.kind.as_str().into()
+    }
+
+    fn api_version(dt: &ApiResource) -> Cow<'_, str> {
+        dt.api_version.as_str().into()
+    }
+
+    fn plural(dt: &ApiResource) -> Cow<'_, str> {
+        dt.plural.as_str().into()
+    }
+
+    fn meta(&self) -> &ObjectMeta {
+        &self.meta
+    }
+
+    fn meta_mut(&mut self) -> &mut ObjectMeta {
+        &mut self.meta
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A watch event as the API server writes it (a pod of the testbed, trimmed of most of
+    /// its spec), read the way the watcher reads it: the same JSON as `DynamicObject`'s
+    /// path gave, and the metadata the watcher asks for.
+    #[test]
+    fn reads_a_watch_event_as_the_dynamic_object_path_did() {
+        let text = r#"{"type":"MODIFIED","object":{"kind":"Pod","apiVersion":"v1","metadata":{"name":"w00000-leader-0-0-bnfh2","generateName":"w00000-leader-0-0-","namespace":"scale-without","uid":"6c1e3f0a-5b0e-4a8e-9d55-2f0f5f1d0c1a","resourceVersion":"20417","creationTimestamp":"2026-12-06T05:00:40Z","labels":{"jobset.sigs.k8s.io/jobset-name":"w00000"},"ownerReferences":[{"apiVersion":"batch/v1","kind":"Job","name":"w00000-leader-0","uid":"1b7d","controller":true,"blockOwnerDeletion":true}],"managedFields":[{"manager":"kube-controller-manager","operation":"Update","apiVersion":"v1","time":"2026-12-06T05:00:40Z","fieldsType":"FieldsV1","fieldsV1":{"f:metadata":{"f:generateName":{}}}}]},"spec":{"nodeName":"kwok-0002","containers":[{"name":"main","image":"pause","resources":{"limits":{"nvidia.com/gpu":"1"}}}]},"status":{"phase":"Running"}}}"#;
+        let event: kube::core::WatchEvent<Watched> = serde_json::from_str(text).expect("reads");
+        let kube::core::WatchEvent::Modified(o) = event else {
+            panic!("a MODIFIED event")
+        };
+        assert_eq!(o.meta().resource_version.as_deref(), Some("20417"));
+        assert_eq!(o.meta().namespace.as_deref(), Some("scale-without"));
+        assert_eq!(
+            o.meta().uid.as_deref(),
+            Some("6c1e3f0a-5b0e-4a8e-9d55-2f0f5f1d0c1a")
+        );
+        let old: kube::core::WatchEvent<kube::api::DynamicObject> =
+            serde_json::from_str(text).expect("reads");
+        let kube::core::WatchEvent::Modified(old) = old else {
+            panic!("a MODIFIED event")
+        };
+        assert_eq!(
+            o.into_value(),
+            serde_json::to_value(old).expect("a value"),
+            "the same JSON, field for field"
+        );
+    }
+}
