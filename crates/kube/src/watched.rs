@@ -5,24 +5,38 @@
 //! took a second conversion (`serde_json::to_value`). Together they were a fifth of a
 //! controller replica's CPU under a burst of pods (the scale run, `perf`). This type reads
 //! the text into a value in one pass and copies out only the four metadata fields the
-//! watcher reads (name, namespace, uid, resourceVersion).
+//! watcher reads (name, namespace, uid, resourceVersion). What no reader keeps is skipped as
+//! it is read, never built: the field managers' `managedFields` and kubectl's
+//! last-applied annotation, a copy of the whole object as last applied (the inventory's
+//! trimming drops both).
 
 use kube::core::{DynamicResourceScope, ObjectMeta, Resource};
 use kube::discovery::ApiResource;
+use serde::de::{DeserializeSeed, IgnoredAny, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
-use serde_json::Value;
+use serde_json::{Map, Value};
 use std::borrow::Cow;
+use std::fmt;
 
-/// A watched object: its JSON, and the metadata the watcher keeps its place by.
+/// Metadata fields skipped as they are read.
+const SKIPPED_METADATA: &[&str] = &["managedFields"];
+/// Annotations skipped as they are read.
+const SKIPPED_ANNOTATIONS: &[&str] = &["kubectl.kubernetes.io/last-applied-configuration"];
+
+/// A watched object: its JSON (without `managedFields` and kubectl's last-applied
+/// annotation), and the metadata the watcher keeps its place by.
 ///
 /// ```
 /// let text = r#"{"metadata": {"name": "p", "namespace": "ml", "uid": "u1",
-///     "resourceVersion": "42", "labels": {"app": "x"}}, "spec": {"nodeName": "n1"}}"#;
+///     "resourceVersion": "42", "labels": {"app": "x"},
+///     "managedFields": [{"manager": "kubelet"}]}, "spec": {"nodeName": "n1"}}"#;
 /// let o: wlmap_kube::Watched = serde_json::from_str(text).unwrap();
 /// use kube::core::Resource;
 /// assert_eq!(o.meta().resource_version.as_deref(), Some("42"));
 /// assert_eq!(o.meta().name.as_deref(), Some("p"));
-/// assert_eq!(o.into_value()["spec"]["nodeName"], "n1");
+/// let v = o.into_value();
+/// assert_eq!(v["spec"]["nodeName"], "n1");
+/// assert!(v["metadata"].get("managedFields").is_none());
 /// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct Watched {
@@ -37,9 +51,77 @@ impl Watched {
     }
 }
 
+/// A map read as a JSON object, the values of some keys read by a seed of their own and
+/// the `skipped` keys not read into anything.
+struct Fields {
+    what: &'static str,
+    skipped: &'static [&'static str],
+    nested: fn(&str) -> Option<Fields>,
+}
+
+impl<'de> DeserializeSeed<'de> for Fields {
+    type Value = Value;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        // `any`, not `map`: a null (an absent map, as Go may write it) is read as null.
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Fields {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        write!(f, "{} as a JSON object", self.what)
+    }
+
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut a: A) -> Result<Value, A::Error> {
+        let mut m = Map::new();
+        while let Some(k) = a.next_key::<String>()? {
+            if self.skipped.contains(&k.as_str()) {
+                a.next_value::<IgnoredAny>()?;
+                continue;
+            }
+            let v = match (self.nested)(&k) {
+                Some(seed) => a.next_value_seed(seed)?,
+                None => a.next_value::<Value>()?,
+            };
+            m.insert(k, v);
+        }
+        Ok(Value::Object(m))
+    }
+}
+
+/// The object: its `metadata` read without what is skipped.
+fn object() -> Fields {
+    Fields {
+        what: "an object",
+        skipped: &[],
+        nested: |k| (k == "metadata").then(metadata),
+    }
+}
+
+fn metadata() -> Fields {
+    Fields {
+        what: "metadata",
+        skipped: SKIPPED_METADATA,
+        nested: |k| {
+            (k == "annotations").then_some(Fields {
+                what: "annotations",
+                skipped: SKIPPED_ANNOTATIONS,
+                nested: |_| None,
+            })
+        },
+    }
+}
+
 impl<'de> Deserialize<'de> for Watched {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let value = Value::deserialize(d)?;
+        let value = object().deserialize(d)?;
         let field = |k: &str| {
             value
                 .get("metadata")
@@ -106,7 +188,7 @@ mod tests {
     /// path gave, and the metadata the watcher asks for.
     #[test]
     fn reads_a_watch_event_as_the_dynamic_object_path_did() {
-        let text = r#"{"type":"MODIFIED","object":{"kind":"Pod","apiVersion":"v1","metadata":{"name":"w00000-leader-0-0-bnfh2","generateName":"w00000-leader-0-0-","namespace":"scale-without","uid":"6c1e3f0a-5b0e-4a8e-9d55-2f0f5f1d0c1a","resourceVersion":"20417","creationTimestamp":"2026-12-06T05:00:40Z","labels":{"jobset.sigs.k8s.io/jobset-name":"w00000"},"ownerReferences":[{"apiVersion":"batch/v1","kind":"Job","name":"w00000-leader-0","uid":"1b7d","controller":true,"blockOwnerDeletion":true}],"managedFields":[{"manager":"kube-controller-manager","operation":"Update","apiVersion":"v1","time":"2026-12-06T05:00:40Z","fieldsType":"FieldsV1","fieldsV1":{"f:metadata":{"f:generateName":{}}}}]},"spec":{"nodeName":"kwok-0002","containers":[{"name":"main","image":"pause","resources":{"limits":{"nvidia.com/gpu":"1"}}}]},"status":{"phase":"Running"}}}"#;
+        let text = r#"{"type":"MODIFIED","object":{"kind":"Pod","apiVersion":"v1","metadata":{"name":"w00000-leader-0-0-bnfh2","generateName":"w00000-leader-0-0-","namespace":"scale-without","uid":"6c1e3f0a-5b0e-4a8e-9d55-2f0f5f1d0c1a","resourceVersion":"20417","creationTimestamp":"2026-12-06T05:00:40Z","labels":{"jobset.sigs.k8s.io/jobset-name":"w00000"},"annotations":{"jobset.sigs.k8s.io/replicatedjob-replicas":"1","kubectl.kubernetes.io/last-applied-configuration":"{\"apiVersion\":\"v1\",\"kind\":\"Pod\"}"},"ownerReferences":[{"apiVersion":"batch/v1","kind":"Job","name":"w00000-leader-0","uid":"1b7d","controller":true,"blockOwnerDeletion":true}],"managedFields":[{"manager":"kube-controller-manager","operation":"Update","apiVersion":"v1","time":"2026-12-06T05:00:40Z","fieldsType":"FieldsV1","fieldsV1":{"f:metadata":{"f:generateName":{}}}}]},"spec":{"nodeName":"kwok-0002","containers":[{"name":"main","image":"pause","resources":{"limits":{"nvidia.com/gpu":"1"}}}]},"status":{"phase":"Running"}}}"#;
         let event: kube::core::WatchEvent<Watched> = serde_json::from_str(text).expect("reads");
         let kube::core::WatchEvent::Modified(o) = event else {
             panic!("a MODIFIED event")
@@ -122,10 +204,36 @@ mod tests {
         let kube::core::WatchEvent::Modified(old) = old else {
             panic!("a MODIFIED event")
         };
+        let mut want = serde_json::to_value(old).expect("a value");
+        want["metadata"]
+            .as_object_mut()
+            .expect("metadata")
+            .remove("managedFields");
+        want["metadata"]["annotations"]
+            .as_object_mut()
+            .expect("annotations")
+            .remove("kubectl.kubernetes.io/last-applied-configuration");
         assert_eq!(
             o.into_value(),
-            serde_json::to_value(old).expect("a value"),
-            "the same JSON, field for field"
+            want,
+            "the same JSON, field for field, but what no reader keeps"
         );
+    }
+
+    #[test]
+    fn an_object_that_is_not_a_map_is_an_error_not_a_panic() {
+        for text in [
+            r#""text""#,
+            r#"{"metadata": 3}"#,
+            r#"{"metadata": {"annotations": []}}"#,
+        ] {
+            let e = serde_json::from_str::<Watched>(text).expect_err(text);
+            assert!(e.to_string().contains("as a JSON object"), "{text}: {e}");
+        }
+        // Null maps are read as null, as `ObjectMeta` reads them.
+        let o: Watched =
+            serde_json::from_str(r#"{"metadata": {"name": "a", "annotations": null}}"#)
+                .expect("reads");
+        assert!(o.into_value()["metadata"]["annotations"].is_null());
     }
 }
