@@ -256,25 +256,29 @@ fn lower_by_outsiders(
     seen: &wlmap_engine::PodGroup,
     outside: &BTreeSet<&str>,
 ) {
-    let count = |names: &mut dyn Iterator<Item = &String>| {
-        names.filter(|n| outside.contains(n.as_str())).count() as u64
-    };
-    let all: BTreeSet<&String> = seen
+    let is_out = |n: &&String| outside.contains(n.as_str());
+    // A pod is counted once, whether the group lists it or one of its sub-groups does.
+    let lost: BTreeSet<&String> = seen
         .members
         .iter()
         .chain(seen.sub_groups.iter().flat_map(|s| &s.members))
+        .filter(is_out)
         .collect();
-    let lost = count(&mut all.into_iter());
-    if lost > 0 {
-        g.min_member = g.min_member.saturating_sub(lost).max(1);
-    }
+    g.min_member = lowered(g.min_member, lost.len());
     for s in &mut g.sub_groups {
         if let Some(seen) = seen.sub_groups.iter().find(|x| x.name == s.name) {
-            let lost = count(&mut seen.members.iter());
-            if lost > 0 {
-                s.min_member = s.min_member.saturating_sub(lost).max(1);
-            }
+            s.min_member = lowered(s.min_member, seen.members.iter().filter(is_out).count());
         }
+    }
+}
+
+/// A minimum lowered by `lost` members, to no less than 1 (untouched when none is lost: a
+/// group of no pods keeps its 0).
+fn lowered(min: u64, lost: usize) -> u64 {
+    if lost == 0 {
+        min
+    } else {
+        min.saturating_sub(lost as u64).max(1)
     }
 }
 

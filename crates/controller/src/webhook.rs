@@ -8,6 +8,7 @@ use crate::metrics::Metrics;
 use crate::report::{event, log};
 use crate::state::Shared;
 use crate::state::reading;
+use kube::Resource as _;
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -161,7 +162,7 @@ async fn fetch(shared: &Shared, r: &OwnerRef) -> Result<Object, Error> {
         .find(|k| k.group_kind() == gk)
         .cloned()
         .ok_or_else(|| Error::Setup(format!("{} is not watched", r.kind)))?;
-    let api: kube::Api<kube::api::DynamicObject> = if kind.namespaced {
+    let api: kube::Api<wlmap_kube::Watched> = if kind.namespaced {
         kube::Api::namespaced_with(shared.client.clone(), &r.namespace, &kind.api_resource())
     } else {
         kube::Api::all_with(shared.client.clone(), &kind.api_resource())
@@ -176,17 +177,13 @@ async fn fetch(shared: &Shared, r: &OwnerRef) -> Result<Object, Error> {
         })?
         .map_err(Error::api(what))?
         .ok_or_else(|| Error::Missing(format!("{} {} does not exist", r.kind, r.name)))?;
-    if got.metadata.uid.as_deref() != Some(r.uid.as_str()) {
+    if got.meta().uid.as_deref() != Some(r.uid.as_str()) {
         return Err(Error::Missing(format!(
             "{} {} is another object than the pod's owner",
             r.kind, r.name
         )));
     }
-    let mut v = serde_json::to_value(got).map_err(|e| {
-        Error::api(format!("read {} {}", r.kind, r.name))(kube::Error::SerdeError(e))
-    })?;
-    v["apiVersion"] = Value::from(kind.api_version());
-    v["kind"] = Value::from(kind.kind.clone());
+    let mut v = got.into_typed(&kind);
     shared.read_feed().inventory.index().trim(&mut v);
     Ok(Object::new(v))
 }

@@ -755,17 +755,6 @@ fn encode(s: &str) -> String {
         .collect()
 }
 
-/// A watched object as JSON, with `apiVersion` and `kind` set from the kind watched (a
-/// list's items come without them).
-fn typed(o: Watched, k: &Kind) -> Value {
-    let mut v = o.into_value();
-    if let Some(m) = v.as_object_mut() {
-        m.insert("apiVersion".into(), Value::from(k.api_version()));
-        m.insert("kind".into(), Value::from(k.kind.clone()));
-    }
-    v
-}
-
 fn root_cause(e: &dyn std::error::Error) -> String {
     let mut msg = e.to_string();
     let mut src = e.source();
@@ -939,9 +928,9 @@ fn kind_stream(
                 Ok(watcher::Event::Init) => WatchEvent::Relisting(i),
                 Ok(watcher::Event::InitDone) => WatchEvent::Listed(i),
                 Ok(watcher::Event::Apply(o) | watcher::Event::InitApply(o)) => {
-                    WatchEvent::Applied(i, typed(o, &resource))
+                    WatchEvent::Applied(i, o.into_typed(&resource))
                 }
-                Ok(watcher::Event::Delete(o)) => WatchEvent::Deleted(i, typed(o, &resource)),
+                Ok(watcher::Event::Delete(o)) => WatchEvent::Deleted(i, o.into_typed(&resource)),
                 Err(e) => WatchEvent::Failed(i, watch_error(&server, e, &resource.plural)),
             })
             .boxed()

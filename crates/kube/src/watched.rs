@@ -13,7 +13,7 @@
 use kube::core::{DynamicResourceScope, ObjectMeta, Resource};
 use kube::discovery::ApiResource;
 use serde::de::{DeserializeSeed, IgnoredAny, MapAccess, Visitor};
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde::{Deserialize, Deserializer};
 use serde_json::{Map, Value};
 use std::borrow::Cow;
 use std::fmt;
@@ -48,6 +48,25 @@ impl Watched {
     /// The object's JSON, as the API server sent it.
     pub fn into_value(self) -> Value {
         self.value
+    }
+
+    /// The object's JSON with `apiVersion` and `kind` set from the kind it was read as (a
+    /// list's items come without them).
+    ///
+    /// ```
+    /// let o: wlmap_kube::Watched = serde_json::from_str(r#"{"metadata": {"name": "j"}}"#).unwrap();
+    /// let job = wlmap_kube::Kind { group: "batch".into(), version: "v1".into(), kind: "Job".into(),
+    ///     plural: "jobs".into(), namespaced: true };
+    /// let v = o.into_typed(&job);
+    /// assert_eq!((v["apiVersion"].as_str(), v["kind"].as_str()), (Some("batch/v1"), Some("Job")));
+    /// ```
+    pub fn into_typed(self, k: &crate::Kind) -> Value {
+        let mut v = self.value;
+        if let Some(m) = v.as_object_mut() {
+            m.insert("apiVersion".into(), Value::from(k.api_version()));
+            m.insert("kind".into(), Value::from(k.kind.clone()));
+        }
+        v
     }
 }
 
@@ -137,12 +156,6 @@ impl<'de> Deserialize<'de> for Watched {
             ..ObjectMeta::default()
         };
         Ok(Watched { meta, value })
-    }
-}
-
-impl Serialize for Watched {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        self.value.serialize(s)
     }
 }
 
