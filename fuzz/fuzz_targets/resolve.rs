@@ -38,5 +38,7 @@ fuzz_target!(|data: &[u8]| {
     }
     let others: Vec<wlmap_engine::Object> =
         docs.into_iter().map(wlmap_engine::Object::new).collect();
-    wlmap_fuzz::exercise(def, wlmap_engine::Object::new(root), &others);
+    let root = wlmap_engine::Object::new(root);
+    wlmap_fuzz::exercise(def, root.clone(), &others);
+    wlmap_fuzz::check_packed(def, &root, &others);
 });

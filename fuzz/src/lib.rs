@@ -77,6 +77,40 @@ pub fn exercise(def: &Definition, root: Object, others: &[Object]) {
     }
 }
 
+/// Held packed and released (as a live inventory holds objects between updates), every
+/// object reads back the same JSON and the same identity (read without parsing), and the
+/// workload resolves and attributes its pods as from the whole objects.
+pub fn check_packed(def: &Definition, root: &Object, others: &[Object]) {
+    let packing = wlmap_engine::Packing::default();
+    let released = |o: &Object| {
+        let p = o.clone().packed(&packing);
+        p.released().unwrap_or(p)
+    };
+    let ids = |o: &Object| {
+        let (a, b, c, d, e) = (o.name(), o.namespace(), o.uid(), o.kind(), o.api_version());
+        let (f, g) = (o.creation_timestamp(), o.controller_uid());
+        let h = o.controller_type();
+        format!("{a}\n{b}\n{c}\n{d}\n{e}\n{f:?}\n{g:?}\n{h:?}\n{}", o.is_pod())
+    };
+    let (p_root, p_others) = (released(root), others.iter().map(released).collect::<Vec<_>>());
+    for (o, p) in std::iter::once((root, &p_root)).chain(others.iter().zip(&p_others)) {
+        assert_eq!(ids(o), ids(p), "a packed object's identity differs");
+        assert_eq!(o.json(), p.json(), "a packed object reads back other JSON");
+    }
+    let shown = |root: &Object, others: &[Object]| {
+        let refs = wlmap_engine::ObjectsProvider(others);
+        let mut w = match wlmap_engine::resolve_with(def, root, &refs) {
+            Ok(w) => w,
+            Err(e) => return format!("error: {e}"),
+        };
+        let attributed = wlmap_engine::attribute(def, &mut w, root, others);
+        format!("{:?} {}", attributed.err().map(|e| e.to_string()),
+            serde_json::to_string(&w).unwrap_or_default())
+    };
+    let (p_root, p_others) = (released(root), others.iter().map(released).collect::<Vec<_>>());
+    assert_eq!(shown(root, others), shown(&p_root, &p_others), "packed objects resolve otherwise");
+}
+
 /// Every null in `after` was already at the same place in `before`.
 fn assert_no_new_nulls(before: &serde_json::Value, after: &serde_json::Value) {
     use serde_json::Value;

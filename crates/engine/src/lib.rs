@@ -71,7 +71,7 @@ pub use gang::format::{
     render_gangs,
 };
 pub use gang::{PodGroup, SubGroupOut, gang_name, gangs};
-pub use object::{Object, unix_seconds};
+pub use object::{Object, Packing, unix_seconds};
 pub use registry::Registry;
 pub use resolve::{
     IN_CLUSTER_MANAGERS, MAX_EXPANDED_REPLICAS, NoReferences, Node, ObjectsProvider, PODS_FAILING,

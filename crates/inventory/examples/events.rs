@@ -1,6 +1,8 @@
 //! Benchmark of the live inventory (BENCHMARKS.md, "Live inventory"): the cost of one event
-//! against the size of the cluster, a full rebuild of the same set, and the memory the
-//! inventory holds against the same objects parsed into JSON values.
+//! against the size of the cluster, of resolving every workload again (new definitions), and
+//! the memory the inventory holds against the same objects parsed into JSON values. The
+//! inventory is built and held as the live feed does (objects packed, applied one by one);
+//! `HELD=parsed` holds them parsed, built in one go.
 //!
 //! The cluster: N Jobs (the catalog's `batch/v1` definition) of 10 pods each, objects as the
 //! Job controller and the kubelet write them (see crates/catalog/fixtures/batch-job-v1).
@@ -8,6 +10,7 @@
 //! ```sh
 //! cargo run --release -p wlmap-inventory --example events -- events 10000    # per-event cost
 //! cargo run --release -p wlmap-inventory --example events -- memory 10000    # RSS held
+//! HELD=parsed cargo run --release -p wlmap-inventory --example events -- memory 10000
 //! cargo run --release -p wlmap-inventory --example events -- parse-only 10000
 //! cargo run --release -p wlmap-inventory --example events -- trimmed 10000   # objects alone
 //! ```
@@ -117,6 +120,19 @@ fn trimmed(mut v: Value) -> Object {
     Object::new(v)
 }
 
+/// The inventory as the live feed builds and holds it: objects packed, applied one by one
+/// (`HELD=parsed`: held parsed, built in one go).
+fn live(registry: wlmap_engine::Registry, objects: impl Iterator<Item = Object>) -> Inventory {
+    if std::env::var("HELD").as_deref() == Ok("parsed") {
+        return Inventory::from_objects(registry, objects);
+    }
+    let mut inv = Inventory::from_index(Index::new(registry, []).packed());
+    for o in objects {
+        inv.apply(o);
+    }
+    inv
+}
+
 fn rss_mb() -> f64 {
     let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
     let pages: f64 = statm
@@ -168,20 +184,21 @@ fn main() {
             std::hint::black_box(&objects);
         }
         "memory" => {
-            let inv = Inventory::from_objects(registry, cluster(n).map(trimmed));
+            let inv = live(registry, cluster(n).map(trimmed));
             println!(
-                "inventory: {} objects, {} workloads, {:.0} MB held",
+                "inventory: {} objects ({} of them parsed), {} workloads, {:.0} MB held",
                 inv.index().len(),
+                inv.index().objects().filter(|o| o.is_parsed()).count(),
                 inv.workloads().count(),
                 rss_mb() - base
             );
         }
         _ => {
             let t = Instant::now();
-            let mut inv = Inventory::from_objects(registry.clone(), cluster(n).map(trimmed));
+            let mut inv = live(registry.clone(), cluster(n).map(trimmed));
             let build = t.elapsed();
             println!(
-                "full build of {} objects, {} workloads: {:.2} s",
+                "built: {} objects, {} workloads: {:.2} s",
                 inv.index().len(),
                 inv.workloads().count(),
                 build.as_secs_f64()
@@ -216,13 +233,16 @@ fn main() {
                 job_us.push(t.elapsed().as_secs_f64() * 1e6);
             }
             report("workload spec change", job_us);
-            let objects: Vec<Object> = inv.index().objects().cloned().collect();
+            // New definitions (compiled again, so every one differs): every workload is
+            // resolved again from the objects held, as when a Karta changes.
+            let fresh = wlmap_catalog::registry().expect("catalog");
             let t = Instant::now();
-            let rebuilt = Inventory::from_objects(registry, objects);
+            let changes = inv.set_definitions(fresh);
             println!(
-                "rebuild from the same objects: {:.2} s ({} workloads)",
+                "every workload resolved again (new definitions): {:.2} s ({} workloads, {} changed)",
                 t.elapsed().as_secs_f64(),
-                rebuilt.workloads().count()
+                inv.workloads().count(),
+                changes.len()
             );
         }
     }

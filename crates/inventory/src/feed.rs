@@ -72,7 +72,7 @@ impl Feed {
             .collect();
         Feed {
             kinds,
-            inventory: Inventory::new(registry),
+            inventory: Inventory::from_index(crate::Index::new(registry, []).packed()),
             relisting: BTreeMap::new(),
             listed: BTreeSet::new(),
             waiting,
@@ -122,7 +122,10 @@ impl Feed {
             Event::Applied(i, o) => {
                 self.uses_dra |= self.kinds.get(i).is_some_and(crate::is_dra_use);
                 if let Some(buf) = self.relisting.get_mut(&i) {
-                    buf.push(o);
+                    // Held as text until its listing completes: a first listing of every
+                    // pod would otherwise be held parsed, whole, at once.
+                    let packed = self.inventory.index().hold(o);
+                    buf.push(packed.released().unwrap_or(packed));
                     return Fed::Listing;
                 }
                 let key = ObjectKey::of(&o);

@@ -4,7 +4,7 @@
 use crate::key::ObjectKey;
 use serde_json::Value;
 use std::collections::{BTreeSet, HashMap};
-use wlmap_engine::{MAX_OWNER_DEPTH, Object, ReferenceProvider};
+use wlmap_engine::{MAX_OWNER_DEPTH, Object, Packing, ReferenceProvider};
 use wlmap_schema::{GroupKind, GroupVersionKind};
 
 type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
@@ -20,6 +20,8 @@ pub(crate) struct ObjectStore {
     /// The cluster-wide DRA objects (DeviceClasses, ResourceSlices): what a pod's devices are
     /// read against, for every workload that holds some.
     dra_cluster: BTreeSet<ObjectKey>,
+    /// Objects are held packed ([`Object::packed`]), counted here.
+    packing: Option<Packing>,
 }
 
 /// A cluster-wide DRA kind ([`ObjectStore::dra_cluster_objects`]).
@@ -45,8 +47,64 @@ impl ObjectStore {
         self.objects.iter()
     }
 
+    /// Hold every object packed from now on, those held already too.
+    pub(crate) fn pack(&mut self) {
+        let packing = self.packing.get_or_insert_default();
+        for o in self.objects.values_mut() {
+            *o = o.clone().packed(packing);
+        }
+    }
+
+    /// The count of the packed objects held, when objects are held packed.
+    pub(crate) fn packing(&self) -> Option<&Packing> {
+        self.packing.as_ref()
+    }
+
+    /// Let go of the parsed JSON of every packed object held ([`Object::released`]).
+    pub(crate) fn release(&mut self) {
+        for o in self.objects.values_mut() {
+            if let Some(released) = o.released() {
+                *o = released;
+            }
+        }
+    }
+
+    /// Let go of the parsed JSON of an object, the objects above it on its owner chain and
+    /// every object below it: what resolving its workload reads.
+    pub(crate) fn release_around(&mut self, key: &ObjectKey) {
+        let Some(o) = self.objects.get(key) else {
+            return;
+        };
+        let mut keys = vec![key.clone()];
+        let mut at = o.controller_uid();
+        for _ in 0..MAX_OWNER_DEPTH {
+            let Some(k) = at.and_then(|uid| self.by_uid.get(uid)) else {
+                break;
+            };
+            keys.push(k.clone());
+            at = self.objects.get(k).and_then(|o| o.controller_uid());
+        }
+        keys.extend(self.descendant_keys(o.uid()).into_iter().cloned());
+        for k in keys {
+            if let Some(o) = self.objects.get_mut(&k)
+                && let Some(released) = o.released()
+            {
+                *o = released;
+            }
+        }
+    }
+
+    /// An object as this store holds it (packed or not).
+    pub(crate) fn hold(&self, obj: Object) -> Object {
+        match &self.packing {
+            Some(packing) => obj.packed(packing),
+            None => obj,
+        }
+    }
+
     /// Insert or replace; returns the object it replaced.
     pub(crate) fn insert(&mut self, obj: Object) -> Option<Object> {
+        let obj = self.hold(obj);
         let key = ObjectKey::of(&obj);
         let old = self.remove(&key);
         if !obj.uid().is_empty() {
@@ -109,6 +167,13 @@ impl ObjectStore {
     /// Every object below the one with this uid (its controlled objects, theirs, ...), down to
     /// the owner-chain depth the engine follows, in key order per level.
     pub(crate) fn descendants(&self, uid: &str) -> Vec<&Object> {
+        (self.descendant_keys(uid).into_iter())
+            .filter_map(|k| self.objects.get(k))
+            .collect()
+    }
+
+    /// The keys of [`ObjectStore::descendants`].
+    fn descendant_keys(&self, uid: &str) -> Vec<&ObjectKey> {
         let mut out = Vec::new();
         if uid.is_empty() {
             return out;
@@ -122,7 +187,7 @@ impl ObjectStore {
                     let Some(o) = self.objects.get(key) else {
                         continue;
                     };
-                    out.push(o);
+                    out.push(key);
                     if !o.uid().is_empty() && seen.insert(o.uid()) {
                         next.push(o.uid());
                     }
@@ -142,17 +207,14 @@ impl ObjectStore {
     pub(crate) fn owned_by_known(&self, obj: &Object, known: &impl Fn(&GroupKind) -> bool) -> bool {
         let mut at = obj;
         for _ in 0..MAX_OWNER_DEPTH {
-            let Some(r) = controller_ref(at) else {
+            // Read from what identifies the object: a packed one is not parsed for it.
+            let Some((api_version, kind)) = at.controller_type() else {
                 return false;
             };
-            let text = |k: &str| r.get(k).and_then(Value::as_str).unwrap_or("");
-            if known(&GroupKind::from_api_version(
-                text("apiVersion"),
-                text("kind"),
-            )) {
+            if known(&GroupKind::from_api_version(api_version, kind)) {
                 return true;
             }
-            match self.by_uid(text("uid")) {
+            match self.by_uid(at.controller_uid().unwrap_or("")) {
                 Some(next) => at = next,
                 None => return false,
             }

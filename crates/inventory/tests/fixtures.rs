@@ -94,3 +94,50 @@ fn trimmed_objects_resolve_as_whole_ones() {
         assert_eq!(shown(x), shown(y), "{k} resolves otherwise when trimmed");
     }
 }
+
+/// Every fixture object held packed and released reads back the same JSON and the same
+/// identity without being parsed, and an index of packed objects resolves every workload as
+/// one of whole objects (each read from its text: every object is released first).
+#[test]
+fn packed_objects_read_and_resolve_as_whole_ones() {
+    let reg = wlmap_catalog::registry().expect("catalog");
+    let whole = all_fixture_objects();
+    let packing = wlmap_engine::Packing::default();
+    let released: Vec<Object> = whole
+        .iter()
+        .map(|o| o.clone().packed(&packing).released().expect("packed"))
+        .collect();
+    assert_eq!(packing.parsed(), 0);
+    for (w, r) in whole.iter().zip(&released) {
+        let ids = |o: &Object| {
+            let (a, b, c, d) = (o.name(), o.namespace(), o.uid(), o.kind());
+            let (e, f, g) = (o.api_version(), o.creation_timestamp(), o.controller_uid());
+            let h = o.controller_type();
+            format!("{a} {b} {c} {d} {e} {f:?} {g:?} {h:?} {}", o.is_pod())
+        };
+        assert_eq!(ids(w), ids(r));
+        assert!(!r.is_parsed(), "{w:?}: identity read without parsing");
+    }
+    assert!(whole.iter().any(|o| o.controller_uid().is_some()));
+    assert!(whole.iter().any(|o| o.creation_timestamp().is_some()));
+    for (w, r) in whole.iter().zip(&released) {
+        assert_eq!(w.json(), r.json());
+    }
+    assert_eq!(packing.parsed(), released.len());
+
+    let again: Vec<Object> = released.iter().map(|o| o.released().unwrap()).collect();
+    drop(released);
+    let packed = Index::new(reg.clone(), again).packed();
+    let index = Index::new(reg, whole);
+    let keys = index.top_level_keys();
+    assert_eq!(packed.top_level_keys(), keys);
+    let one: Vec<String> = keys
+        .iter()
+        .map(|k| shown(&index.evaluate(k, None)))
+        .collect();
+    let from_text: Vec<String> = keys
+        .iter()
+        .map(|k| shown(&packed.evaluate(k, None)))
+        .collect();
+    assert_eq!(from_text, one);
+}

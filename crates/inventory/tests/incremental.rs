@@ -11,7 +11,7 @@ use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::OnceLock;
 use wlmap_engine::{Object, Registry};
-use wlmap_inventory::{Change, ChangeKind, Inventory, ObjectKey};
+use wlmap_inventory::{Change, ChangeKind, Index, Inventory, ObjectKey};
 
 /// Fixture states whose objects make the universe (one state of each, distinct objects).
 const FIXTURES: &[&str] = &[
@@ -169,9 +169,17 @@ fn diff(
         .collect()
 }
 
-fn run(events: &[Event]) -> Result<(), TestCaseError> {
+/// Run the events on an inventory (`packed`: holding its objects packed, letting go of their
+/// parsed JSON after every update, as a live feed does now and then) and compare it, after
+/// each, with one built again from its objects.
+fn run(events: &[Event], packed: bool) -> Result<(), TestCaseError> {
     let mut registry = 0;
-    let mut inv = Inventory::new(registries()[registry].clone());
+    let mut inv = if packed {
+        Inventory::from_index(Index::new(registries()[registry].clone(), []).packed())
+            .releasing_beyond(0)
+    } else {
+        Inventory::new(registries()[registry].clone())
+    };
     for (step, ev) in events.iter().enumerate() {
         let before = view(&inv);
         let changes = match ev {
@@ -189,12 +197,21 @@ fn run(events: &[Event]) -> Result<(), TestCaseError> {
                     .filter(|o| ObjectKey::of(o).kind == kind)
                     .enumerate()
                     .filter(|(j, _)| mask & (1 << (j % 64)) != 0)
-                    .map(|(_, o)| o)
+                    .map(|(_, o)| held(&inv, o))
                     .collect();
                 inv.replace_kind(&kind, objects)
             }
         };
         let after = view(&inv);
+        if packed {
+            prop_assert!(
+                inv.index()
+                    .objects()
+                    .all(|o| o.is_packed() && !o.is_parsed()),
+                "step {}: every object held packed and released",
+                step
+            );
+        }
         let rebuilt = Inventory::from_objects(
             registries()[registry].clone(),
             inv.index().objects().cloned(),
@@ -223,8 +240,19 @@ proptest! {
 
     #[test]
     fn incremental_updates_equal_a_rebuild(events in proptest::collection::vec(event(), 1..60)) {
-        run(&events)?;
+        run(&events, false)?;
     }
+
+    #[test]
+    fn packed_incremental_updates_equal_a_rebuild(events in proptest::collection::vec(event(), 1..60)) {
+        run(&events, true)?;
+    }
+}
+
+/// An object as a relisting feed buffers it: as the inventory holds it, released if packed.
+fn held(inv: &Inventory, o: Object) -> Object {
+    let held = inv.index().hold(o);
+    held.released().unwrap_or(held)
 }
 
 /// Every object of the universe applied, children first: the same workloads as loading them
