@@ -76,14 +76,7 @@ impl ObjectStore {
             return;
         };
         let mut keys = vec![key.clone()];
-        let mut at = o.controller_uid();
-        for _ in 0..MAX_OWNER_DEPTH {
-            let Some(k) = at.and_then(|uid| self.by_uid.get(uid)) else {
-                break;
-            };
-            keys.push(k.clone());
-            at = self.objects.get(k).and_then(|o| o.controller_uid());
-        }
+        keys.extend(self.ancestors(o).into_iter().map(ObjectKey::of));
         keys.extend(self.descendant_keys(o.uid()).into_iter().cloned());
         for k in keys {
             if let Some(o) = self.objects.get_mut(&k)
