@@ -538,6 +538,28 @@ mod tests {
         assert!(released.is_pod());
     }
 
+    /// Found by the `resolve` fuzz target: an integer too large for 64 bits is read as a
+    /// float, printed as its shortest form, and must read back as the same float (serde_json
+    /// reads floats exactly only with its `float_roundtrip` feature).
+    #[test]
+    fn fuzz_found_a_large_integer_reads_back_as_the_same_float() {
+        let text = r#"{"kind":"NIMS","metada":{"ns":76666666664666666666666666,"resa[":"Fad"}}"#;
+        let v: Value = serde_json::from_str(text).unwrap();
+        let released = Object::new(v.clone())
+            .packed(&Packing::default())
+            .released()
+            .unwrap();
+        assert_eq!(released.json(), &v);
+        for f in [7.666_666_666_466_667e25, 0.1, 1e-300, 123_456_789.123_456_79] {
+            let v = json!({"x": f});
+            let released = Object::new(v.clone())
+                .packed(&Packing::default())
+                .released()
+                .unwrap();
+            assert_eq!(released.json(), &v, "{f}");
+        }
+    }
+
     #[test]
     fn a_value_too_deep_to_read_back_is_not_packed() {
         let mut deep = json!(1);
