@@ -550,7 +550,12 @@ mod tests {
             .released()
             .unwrap();
         assert_eq!(released.json(), &v);
-        for f in [7.666_666_666_466_667e25, 0.1, 1e-300, 123_456_789.123_456_79] {
+        for f in [
+            7.666_666_666_466_667e25,
+            0.1,
+            1e-300,
+            123_456_789.123_456_79,
+        ] {
             let v = json!({"x": f});
             let released = Object::new(v.clone())
                 .packed(&Packing::default())
