@@ -108,7 +108,12 @@ pub fn check_packed(def: &Definition, root: &Object, others: &[Object]) {
             serde_json::to_string(&w).unwrap_or_default())
     };
     let (p_root, p_others) = (released(root), others.iter().map(released).collect::<Vec<_>>());
-    assert_eq!(shown(root, others), shown(&p_root, &p_others), "packed objects resolve otherwise");
+    let (whole, packed) = (shown(root, others), shown(&p_root, &p_others));
+    // The deadline depends on the machine: compare only answers it ended neither of.
+    let timed_out = |s: &str| s.contains("exceeded its time budget");
+    if !timed_out(&whole) && !timed_out(&packed) {
+        assert_eq!(whole, packed, "packed objects resolve otherwise");
+    }
 }
 
 /// Every null in `after` was already at the same place in `before`.
