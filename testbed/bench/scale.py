@@ -7,11 +7,16 @@ KubeRay and training operators from their modules) and tears it down.
     scale.py WORKLOADS OUT_DIR
 
 NODES = WORKLOADS / 10 KWOK nodes of 8 GPUs (the issue's 1,000 nodes for 10,000 workloads),
-then three phases, each in a namespace of its own that is deleted before the next:
+then four phases, each in a namespace of its own that is deleted before the next:
 
   without  WORKLOADS workloads (JobSet, LeaderWorkerSet, RayCluster, PyTorchJob, Job, in turn;
            10 pods each, made by their operators and the built-in controllers), created in a
            burst, no wlmap: the time until every pod is bound.
+  declared the same workloads in the same gangs, declared without wlmap: their PodGroups
+           (as many, of the same minimums, as wlmap writes) created before the burst, and
+           each pod put in its group by a MutatingAdmissionPolicy (CEL inside the API server,
+           from the operators' pod labels). What gang scheduling itself costs the cluster, so
+           that what wlmap adds to it can be told apart.
   with     the same, with `wlmap controller` running as two replicas behind one address (as
            behind a Service): native gangs, the pod webhook. The bind time and its ratio with
            `without`, the webhook's latency, the replicas' CPU and memory, API requests per
@@ -182,6 +187,100 @@ def add_nodes(n):
                 for c in x["status"].get("conditions", []))
             and not x["spec"].get("taints") for x in nodes)
     wait_until(f"{n} KWOK nodes Ready and untainted", 600, ready, every=2)
+
+
+# ------------------------------------------------------------------ gangs declared without wlmap
+
+# The PodGroups of one workload of each kind, as (suffix, minimum): the layout wlmap writes
+# with the catalog's definitions (GROUPS; checked against the `with` phase in the report).
+DECLARED = {"JobSet": [("gang", 10)], "LeaderWorkerSet": [("0", 5), ("1", 5)],
+            "RayCluster": [("gang", 10)], "PyTorchJob": [("gang", 10)], "Job": [("gang", 10)]}
+POLICY = "scale-declared-gangs"
+
+
+def declared_groups(n, ns):
+    out = []
+    for i in range(n):
+        kind, name = KINDS[i % len(KINDS)], f"w{i:05d}"
+        for suffix, minimum in DECLARED[kind]:
+            out.append({"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup",
+                        "metadata": {"name": f"{name}-{suffix}", "namespace": ns},
+                        "spec": {"schedulingPolicy": {"gang": {"minCount": minimum}}}})
+    return out
+
+
+def declared_policy(ns):
+    """A MutatingAdmissionPolicy (admissionregistration.k8s.io/v1, GA in v1.36) that names each
+    new pod's PodGroup from its operator's labels (POD_LABELS): `<workload>-gang`, and for an
+    LWS `<lws>-<group>` (a worker's group-index label; a leader's StatefulSet ordinal, since
+    LWS's own webhook adds its group-index). It fails open, as wlmap's webhook does."""
+    label = "object.metadata.labels"
+    has = lambda k: f"'{k}' in {label}"
+    get = lambda k: f"{label}['{k}']"
+    lws_group = (f"({has('leaderworkerset.sigs.k8s.io/group-index')} ? "
+                 f"{get('leaderworkerset.sigs.k8s.io/group-index')} : "
+                 f"{get('apps.kubernetes.io/pod-index')})")
+    group = (f"{has('jobset.sigs.k8s.io/jobset-name')} ? {get('jobset.sigs.k8s.io/jobset-name')} + '-gang' : "
+             f"{has('leaderworkerset.sigs.k8s.io/name')} ? {get('leaderworkerset.sigs.k8s.io/name')} + '-' + {lws_group} : "
+             f"{has('ray.io/cluster')} ? {get('ray.io/cluster')} + '-gang' : "
+             f"{has('training.kubeflow.org/job-name')} ? {get('training.kubeflow.org/job-name')} + '-gang' : "
+             f"{get('batch.kubernetes.io/job-name')} + '-gang'")
+    keys = ", ".join(f"'{k}'" for _, k in POD_LABELS)
+    policy = {
+        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingAdmissionPolicy",
+        "metadata": {"name": POLICY},
+        "spec": {
+            "failurePolicy": "Ignore", "reinvocationPolicy": "Never",
+            "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
+                                                    "operations": ["CREATE"], "resources": ["pods"]}]},
+            "matchConditions": [{"name": "in-a-workload",
+                                 "expression": f"has(object.metadata.labels) && [{keys}].exists(k, k in {label})"}],
+            "variables": [{"name": "group", "expression": group}],
+            "mutations": [{"patchType": "ApplyConfiguration", "applyConfiguration": {
+                "expression": "Object{spec: Object.spec{schedulingGroup: "
+                              "Object.spec.schedulingGroup{podGroupName: variables.group}}}"}}]}}
+    binding = {
+        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingAdmissionPolicyBinding",
+        "metadata": {"name": POLICY},
+        "spec": {"policyName": POLICY, "matchResources": {
+            "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": ns}}}}}
+    return [policy, binding]
+
+
+def declare_gangs(ns, n):
+    """Before the burst: the policy, then every PodGroup (200 to a request)."""
+    kubectl("apply", "--server-side", "-f", "-",
+            input=json.dumps({"apiVersion": "v1", "kind": "List", "items": declared_policy(ns)}))
+    groups = declared_groups(n, ns)
+    for start in range(0, len(groups), 200):
+        kubectl("create", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List",
+                                                        "items": groups[start:start + 200]}))
+    log(f"declared: {len(groups)} PodGroups and the policy {POLICY}")
+    # A policy takes effect once the API server's informers have it (about a second).
+    time.sleep(5)
+
+
+def declared_audit(ns):
+    """Pods that name no PodGroup of theirs, in the phase without wlmap's owners."""
+    groups = {g["metadata"]["name"] for g in get_items("podgroups.scheduling.k8s.io", "-n", ns)}
+    pods = get_items("pods", "-n", ns)
+    ungrouped = [p["metadata"]["name"] for p in pods
+                 if (p["spec"].get("schedulingGroup") or {}).get("podGroupName") not in groups]
+    return {"pods": len(pods), "podgroups": len(groups), "ungrouped": ungrouped}
+
+
+def layout(ns):
+    """The minimums of the PodGroups of each kind of workload, as wlmap wrote them."""
+    per = {}
+    for g in get_items("podgroups.scheduling.k8s.io", "-n", ns):
+        owner = next((r for r in g["metadata"].get("ownerReferences", []) if r.get("controller")), None)
+        if owner and owner["kind"] in KINDS:
+            per.setdefault(owner["uid"], (owner["kind"], []))[1].append(
+                g["spec"]["schedulingPolicy"].get("gang", {}).get("minCount"))
+    shapes = {}
+    for kind, mins in per.values():
+        shapes.setdefault(kind, set()).add(tuple(sorted(mins)))
+    return {k: sorted(v) for k, v in shapes.items()}
 
 
 # ------------------------------------------------------------------ watches
@@ -648,9 +747,11 @@ def cpu_delta(before, after):
     return {k: after[k] - before[k] for k in after if k in before}
 
 
-def run_phase(name, n, out_dir, bound_timeout, replicas=()):
-    cpu0, m0 = component_cpu(), apiserver_metrics()
+def run_phase(name, n, out_dir, bound_timeout, replicas=(), prepare=None):
     ph = Phase(name, n, out_dir)
+    if prepare:
+        prepare(ph.ns)
+    cpu0, m0 = component_cpu(), apiserver_metrics()
     ph.create()
     ph.wait_bound(bound_timeout, replicas)
     m1 = apiserver_metrics()
@@ -686,6 +787,13 @@ def main():
     plain = run_phase("without", n, out_dir, bound_timeout)
     plain.delete()
 
+    # ---- the same gangs declared without wlmap (PodGroups made before, a policy in the API server)
+    declared = run_phase("declared", n, out_dir, bound_timeout, prepare=lambda ns: declare_gangs(ns, n))
+    declared_check = declared_audit(declared.ns)
+    log(f"declared: {len(declared_check['ungrouped'])} of {declared_check['pods']} pods outside their PodGroup")
+    declared.delete()
+    kubectl("delete", "mutatingadmissionpolicybinding,mutatingadmissionpolicy", POLICY)
+
     # ---- with wlmap: two replicas behind one address
     service = Service(out_dir)
     replicas = [Replica("scale-a", service, out_dir)]
@@ -694,7 +802,16 @@ def main():
     replicas.append(Replica("scale-b", service, out_dir))
     service.set_backends([r.webhook for r in replicas])
     ctl0 = {r.identity: (proc_cpu(r.proc.pid), r.metrics()) for r in replicas}
+    # WLMAP_SCALE_PERF=1: a flat `perf record` of each replica through the phase
+    # (OUT_DIR/IDENTITY.perf.data; `perf report -i` it).
+    profiles = [subprocess.Popen(["perf", "record", "-F", "199", "-p", str(r.proc.pid), "-o",
+                                  os.path.join(out_dir, f"{r.identity}.perf.data")],
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                for r in replicas if os.environ.get("WLMAP_SCALE_PERF") == "1"]
     with_ = run_phase("with", n, out_dir, bound_timeout, replicas)
+    for p in profiles:
+        p.send_signal(signal.SIGINT)
+        p.wait()
     if not with_.stuck:
         wait_until("every workload's PodGroups", 300,
                    lambda: len(with_.gang_latency()[0]) >= n, every=1)
@@ -712,6 +829,7 @@ def main():
             - sum(v for _, v in scrape(m0, "wlmap_admission_owner_fetches_total")),
         }
     with_audit = audit(with_.ns)
+    wlmap_layout = layout(with_.ns)
     log(f"with: audit {json.dumps({k: (len(v) if isinstance(v, list) else v) for k, v in with_audit.items()})}")
     ksm = subprocess.run(["bash", os.path.join(HERE, "ksm.sh"), "--loaded", "5"],
                          capture_output=True, text=True, env=dict(os.environ, WLMAP_BIN=WLMAP))
@@ -789,18 +907,25 @@ def main():
     hist = [(le, sum(dict(v["hist"]).get(le, 0.0) for v in ctl.values())) for le, _ in leader["hist"]]
     say(f"## Scale run: {n} workloads, {pods} pods, {nodes} KWOK nodes of {GPUS_PER_NODE} GPUs")
     say()
-    say("| | without wlmap | with wlmap (2 replicas) |")
-    say("|---|---|---|")
-    say(f"| workloads created (s) | {plain.t_created - plain.t0:.1f} | {with_.t_created - with_.t0:.1f} |")
-    say(f"| every pod bound (s from the first creation) | {bound_text(plain)} | {bound_text(with_)} "
-        f"(×{bind_with / bind_plain:.3f}) |")
-    say(f"| API requests in the phase, per workload | {plain.requests / n:.1f} | {with_.requests / n:.1f} |")
-    more = sorted(((v - plain.requests_by.get(k, 0.0), k) for k, v in with_.requests_by.items()),
-                  reverse=True)[:4]
-    say("| the most added requests, per workload | | "
-        + ", ".join(f"{r} {verb} +{d / n:.1f}" for d, (r, verb) in more) + " |")
+    bind_declared = declared.t_bound - declared.t0
+    phases = (plain, declared, with_)
+    say("| | without wlmap | the same gangs declared without wlmap | with wlmap (2 replicas) |")
+    say("|---|---|---|---|")
+    say("| workloads created (s) | " + " | ".join(f"{p.t_created - p.t0:.1f}" for p in phases) + " |")
+    say(f"| every pod bound (s from the first creation) | {bound_text(plain)} | {bound_text(declared)} "
+        f"(×{bind_declared / bind_plain:.3f}) | {bound_text(with_)} "
+        f"(×{bind_with / bind_plain:.3f}; ×{bind_with / bind_declared:.3f} of declared) |")
+    say("| API requests in the phase, per workload | "
+        + " | ".join(f"{p.requests / n:.1f}" for p in phases) + " |")
+
+    def added(ph, base):
+        more = sorted(((v - base.requests_by.get(k, 0.0), k) for k, v in ph.requests_by.items()),
+                      reverse=True)[:4]
+        return ", ".join(f"{r} {verb} +{d / n:.1f}" for d, (r, verb) in more)
+    say(f"| the most added requests, per workload (of without; with: of declared) | | "
+        f"{added(declared, plain)} | {added(with_, declared)} |")
     for comp in sorted(with_.cpu):
-        say(f"| {comp} CPU (s) | {plain.cpu.get(comp, 0):.1f} | {with_.cpu[comp]:.1f} |")
+        say(f"| {comp} CPU (s) | " + " | ".join(f"{p.cpu.get(comp, 0):.1f}" for p in phases) + " |")
     say()
     say(f"- Webhook latency inside wlmap: p50 {fmt_ms(quantile(hist, 0.5))} ms, "
         f"p99 {fmt_ms(quantile(hist, 0.99))} ms ({int(hist[-1][1]) if hist else 0} reviews); "
@@ -815,6 +940,9 @@ def main():
         "(gang object writes and owner fetches)")
     say(f"- Creation to PodGroups: p50 {fmt_ms(pct(lat, 0.5))} ms, p99 {fmt_ms(pct(lat, 0.99))} ms "
         f"({len(lat)} workloads)")
+    say(f"- Gangs declared without wlmap: {len(declared_check['ungrouped'])} of {declared_check['pods']} pods "
+        f"outside their PodGroup; PodGroup minimums per workload of each kind, declared "
+        f"{ {k: [m for _, m in v] for k, v in DECLARED.items()} }, as wlmap wrote them {wlmap_layout}")
     say(f"- Audit after the phase: {audit_line(with_audit)}; pod creations refused by a wlmap "
         f"webhook {with_.refusals[0]:.0f}, let through failing open {with_.refusals[1]:.0f}")
     say()
@@ -823,7 +951,7 @@ def main():
     say(f"- Every pod bound {bound_text(faults)} s after the first creation; "
         f"creation to PodGroups p50 {fmt_ms(pct(latency, 0.5))} ms, p99 {fmt_ms(pct(latency, 0.99))} ms")
     say(f"- Audit: {audit_line(fault_audit)}")
-    for ph in (plain, with_, faults):
+    for ph in (plain, declared, with_, faults):
         for key, w in (ph.stuck or {}).items():
             say(f"- NOT BOUND in `{ph.name}` after {bound_timeout} s: {key}, {w['pods']} pods naming "
                 f"{w['groups_named']} (PodGroup exists: {w['groups_exist']}); held by replicas "
@@ -843,7 +971,7 @@ def main():
         f.write("\n".join(report) + "\n")
     # The run ends by itself either way; the report says which goals were met, and a
     # phase whose pods were not all bound makes it fail.
-    stuck = any(ph.stuck for ph in (plain, with_, faults))
+    stuck = any(ph.stuck for ph in (plain, declared, with_, faults))
     sys.exit(0 if ksm.returncode == 0 and not stuck else 1)
 
 

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The scale run (BENCHMARKS.md, "On a cluster that schedules"): WORKLOADS workloads of the
 # catalog's kinds made by the real operators, 10 pods each, on WORKLOADS/10 KWOK nodes of 8
-# GPUs, placed by the real kube-scheduler; without wlmap, with `wlmap controller` (two
-# replicas), and with faults (the leader killed twice, the API server restarted); then
+# GPUs, placed by the real kube-scheduler; without wlmap, with the same gangs declared
+# without wlmap, with `wlmap controller` (two replicas), and with faults (the leader killed
+# twice, the API server restarted); then
 # kube-state-metrics beside `wlmap serve` on the loaded cluster. testbed/bench/scale.py says
 # what each phase measures. Starts its own testbed, runs unattended and ends by itself; the
 # report is printed and written to OUT_DIR/report.md (default target/bench/scale-WORKLOADS).

@@ -237,6 +237,22 @@ impl Object {
         })
     }
 
+    /// Let go of this packed object's parsed JSON in place ([`Object::released`]); nothing
+    /// changes when it is not packed or holds its text alone already.
+    ///
+    /// ```
+    /// let mut o = wlmap_engine::Object::new(serde_json::json!({"kind": "Job"})).packed(&Default::default());
+    /// assert!(o.is_parsed());
+    /// o.release();
+    /// assert!(!o.is_parsed());
+    /// assert_eq!(o.kind(), "Job");
+    /// ```
+    pub fn release(&mut self) {
+        if let Some(released) = self.released() {
+            *self = released;
+        }
+    }
+
     /// True when the object is held packed ([`Object::packed`]).
     ///
     /// ```

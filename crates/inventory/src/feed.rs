@@ -124,8 +124,9 @@ impl Feed {
                 if let Some(buf) = self.relisting.get_mut(&i) {
                     // Held as text until its listing completes: a first listing of every
                     // pod would otherwise be held parsed, whole, at once.
-                    let packed = self.inventory.index().hold(o);
-                    buf.push(packed.released().unwrap_or(packed));
+                    let mut packed = self.inventory.index().hold(o);
+                    packed.release();
+                    buf.push(packed);
                     return Fed::Listing;
                 }
                 let key = ObjectKey::of(&o);

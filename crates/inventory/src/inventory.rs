@@ -347,10 +347,8 @@ impl Inventory {
         };
         for key in &touched {
             self.index.store.release_around(key);
-            if let Some(e) = self.workloads.get_mut(key)
-                && let Some(released) = e.object.released()
-            {
-                e.object = released;
+            if let Some(e) = self.workloads.get_mut(key) {
+                e.object.release();
             }
         }
         if packing.parsed() <= self.release_above {
@@ -358,9 +356,7 @@ impl Inventory {
         }
         self.index.store.release();
         for e in self.workloads.values_mut() {
-            if let Some(released) = e.object.released() {
-                e.object = released;
-            }
+            e.object.release();
         }
         let slack = (self.release_slack).unwrap_or((self.index.len() / 8).max(RELEASE_FLOOR));
         self.release_above = packing.parsed() + slack;

@@ -62,11 +62,7 @@ impl ObjectStore {
 
     /// Let go of the parsed JSON of every packed object held ([`Object::released`]).
     pub(crate) fn release(&mut self) {
-        for o in self.objects.values_mut() {
-            if let Some(released) = o.released() {
-                *o = released;
-            }
-        }
+        self.objects.values_mut().for_each(Object::release);
     }
 
     /// Let go of the parsed JSON of an object, the objects above it on its owner chain and
@@ -79,10 +75,8 @@ impl ObjectStore {
         keys.extend(self.ancestors(o).into_iter().map(ObjectKey::of));
         keys.extend(self.descendant_keys(o.uid()).into_iter().cloned());
         for k in keys {
-            if let Some(o) = self.objects.get_mut(&k)
-                && let Some(released) = o.released()
-            {
-                *o = released;
+            if let Some(o) = self.objects.get_mut(&k) {
+                o.release();
             }
         }
     }
