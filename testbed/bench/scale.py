@@ -51,9 +51,12 @@ WLMAP = os.environ.get("WLMAP_BIN", os.path.join(ROOT, "target", "release", "wlm
 PODS_PER_WORKLOAD = 10
 GPUS_PER_NODE = 8
 KINDS = ("JobSet", "LeaderWorkerSet", "RayCluster", "PyTorchJob", "Job")
-# The PodGroups wlmap writes per workload of each kind (an LWS: one per group of leader and
-# workers, of which these have two).
-GROUPS = {"JobSet": 1, "LeaderWorkerSet": 2, "RayCluster": 1, "PyTorchJob": 1, "Job": 1}
+# The PodGroups wlmap writes per workload of each kind with the catalog's definitions, as
+# (name suffix in the `declared` phase, minimum): an LWS has one per group of leader and
+# workers, of which these have two. The report checks it against what wlmap wrote.
+LAYOUT = {"JobSet": [("gang", 10)], "LeaderWorkerSet": [("0", 5), ("1", 5)],
+          "RayCluster": [("gang", 10)], "PyTorchJob": [("gang", 10)], "Job": [("gang", 10)]}
+GROUPS = {kind: len(groups) for kind, groups in LAYOUT.items()}
 # Each workload's pods name it in these labels (the operators' own: jobset/pkg/constants,
 # lws/api/.../labels.go, kuberay/ray-operator/controllers/ray/utils/constant.go,
 # training-operator/pkg/apis/kubeflow.org/v1/common_types.go, kubernetes/pkg/controller/job).
@@ -191,10 +194,6 @@ def add_nodes(n):
 
 # ------------------------------------------------------------------ gangs declared without wlmap
 
-# The PodGroups of one workload of each kind, as (suffix, minimum): the layout wlmap writes
-# with the catalog's definitions (GROUPS; checked against the `with` phase in the report).
-DECLARED = {"JobSet": [("gang", 10)], "LeaderWorkerSet": [("0", 5), ("1", 5)],
-            "RayCluster": [("gang", 10)], "PyTorchJob": [("gang", 10)], "Job": [("gang", 10)]}
 POLICY = "scale-declared-gangs"
 
 
@@ -202,7 +201,7 @@ def declared_groups(n, ns):
     out = []
     for i in range(n):
         kind, name = KINDS[i % len(KINDS)], f"w{i:05d}"
-        for suffix, minimum in DECLARED[kind]:
+        for suffix, minimum in LAYOUT[kind]:
             out.append({"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup",
                         "metadata": {"name": f"{name}-{suffix}", "namespace": ns},
                         "spec": {"schedulingPolicy": {"gang": {"minCount": minimum}}}})
@@ -261,7 +260,7 @@ def declare_gangs(ns, n):
 
 
 def declared_audit(ns):
-    """Pods that name no PodGroup of theirs, in the phase without wlmap's owners."""
+    """Pods that name no PodGroup that exists (the declared PodGroups have no owner to check)."""
     groups = {g["metadata"]["name"] for g in get_items("podgroups.scheduling.k8s.io", "-n", ns)}
     pods = get_items("pods", "-n", ns)
     ungrouped = [p["metadata"]["name"] for p in pods
@@ -270,7 +269,8 @@ def declared_audit(ns):
 
 
 def layout(ns):
-    """The minimums of the PodGroups of each kind of workload, as wlmap wrote them."""
+    """The minimums of the PodGroups wlmap wrote per workload of each kind, as every distinct
+    sorted list seen (LAYOUT's minimums, when wlmap writes what the `declared` phase did)."""
     per = {}
     for g in get_items("podgroups.scheduling.k8s.io", "-n", ns):
         owner = next((r for r in g["metadata"].get("ownerReferences", []) if r.get("controller")), None)
@@ -281,6 +281,10 @@ def layout(ns):
     for kind, mins in per.values():
         shapes.setdefault(kind, set()).add(tuple(sorted(mins)))
     return {k: sorted(v) for k, v in shapes.items()}
+
+
+def declared_layout():
+    return {k: [tuple(sorted(m for _, m in v))] for k, v in LAYOUT.items()}
 
 
 # ------------------------------------------------------------------ watches
@@ -940,9 +944,10 @@ def main():
         "(gang object writes and owner fetches)")
     say(f"- Creation to PodGroups: p50 {fmt_ms(pct(lat, 0.5))} ms, p99 {fmt_ms(pct(lat, 0.99))} ms "
         f"({len(lat)} workloads)")
+    same = "the same" if wlmap_layout == declared_layout() else f"DIFFERENT: wlmap wrote {wlmap_layout}"
     say(f"- Gangs declared without wlmap: {len(declared_check['ungrouped'])} of {declared_check['pods']} pods "
-        f"outside their PodGroup; PodGroup minimums per workload of each kind, declared "
-        f"{ {k: [m for _, m in v] for k, v in DECLARED.items()} }, as wlmap wrote them {wlmap_layout}")
+        f"outside their PodGroup; PodGroup minimums per workload of each kind {declared_layout()}, "
+        f"as wlmap wrote them: {same}")
     say(f"- Audit after the phase: {audit_line(with_audit)}; pod creations refused by a wlmap "
         f"webhook {with_.refusals[0]:.0f}, let through failing open {with_.refusals[1]:.0f}")
     say()
