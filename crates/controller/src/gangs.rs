@@ -238,6 +238,56 @@ fn ordered(
     writes
 }
 
+/// The places of a pod that the formats and [`decide`] read besides the definition's own
+/// ([`Definition::pod_gang_reads`]): its labels and annotations (the group tags of
+/// coscheduling, KAI, Kueue, Volcano), its owners, and the group it names (native and
+/// hierarchical: `schedulingGroup`; workload: `workloadRef`). Whether it has finished is
+/// compared too ([`finished`]).
+const POD_GANG_PLACES: &[&[&str]] = &[
+    &["metadata", "labels"],
+    &["metadata", "annotations"],
+    &["metadata", "ownerReferences"],
+    &["spec", "schedulingGroup"],
+    &["spec", "workloadRef"],
+];
+
+/// Can this change of a pod change what its workload's gangs need? Not when the two
+/// versions agree at every place grouping reads (the definition's, [`POD_GANG_PLACES`]) and
+/// both have finished or neither has: most of a pod's changes (bound to a node, its
+/// conditions, its containers started, running) leave its workload's decision as it was,
+/// and reconciling on each of them was most of what a leader spent on a burst of pods.
+/// True when unsure (a definition whose grouping may read any part of a pod).
+///
+/// ```
+/// use wlmap_engine::Object;
+/// let def = wlmap_engine::Definition::compile(wlmap_schema::Karta::example(), wlmap_engine::Origin::Catalog).unwrap();
+/// let pod = |phase: &str, node: &str| Object::new(serde_json::json!({"apiVersion": "v1", "kind": "Pod",
+///     "metadata": {"name": "p", "labels": {"app": "x"}}, "spec": {"nodeName": node}, "status": {"phase": phase}}));
+/// use wlmap_controller::gangs::pod_change_matters;
+/// assert!(!pod_change_matters(&def, &pod("Pending", ""), &pod("Running", "n1")));
+/// assert!(pod_change_matters(&def, &pod("Running", "n1"), &pod("Succeeded", "n1")));
+/// ```
+pub fn pod_change_matters(def: &Definition, old: &Object, new: &Object) -> bool {
+    let Some(reads) = def.pod_gang_reads() else {
+        return true;
+    };
+    let differ = |path: &[&str]| place(old, path) != place(new, path);
+    old.uid() != new.uid()
+        || finished(old) != finished(new)
+        || POD_GANG_PLACES.iter().any(|p| differ(p))
+        || reads.iter().any(|p| {
+            let keys: Vec<&str> = p.iter().map(String::as_str).collect();
+            differ(&keys)
+        })
+}
+
+/// The value at a path of keys (`None` for null or absent alike).
+fn place<'o>(o: &'o Object, path: &[&str]) -> Option<&'o Value> {
+    path.iter()
+        .try_fold(o.json(), |v, k| v.get(k))
+        .filter(|v| !v.is_null())
+}
+
 /// A pod that has run its course (its group no longer matters).
 fn finished(p: &Object) -> bool {
     matches!(

@@ -372,3 +372,104 @@ fn a_member_created_without_its_group_lowers_the_minimum_by_one() {
         "never below 1"
     );
 }
+
+/// What a pod becomes as the scheduler, the kubelet and KWOK move it on, its group and
+/// labels untouched: bound to a node, its conditions and container states rewritten, running
+/// (or back to pending: the decision reads neither).
+fn moved_on(p: &Object) -> Object {
+    let mut j = p.json().clone();
+    j["spec"]["nodeName"] = json!("gpu-node-7");
+    j["metadata"]["resourceVersion"] = json!("999999");
+    let phase = if p.json()["status"]["phase"] == "Running" {
+        "Pending"
+    } else {
+        "Running"
+    };
+    j["status"] = json!({"phase": phase, "nominatedNodeName": "gpu-node-7",
+        "conditions": [{"type": "PodScheduled", "status": "True"}, {"type": "Ready", "status": "True"}],
+        "containerStatuses": [{"name": "main", "ready": true, "restartCount": 0,
+            "state": {"running": {"startedAt": "2026-12-06T10:00:00Z"}}}]});
+    Object::new(j)
+}
+
+/// The decision for a fixture's objects with one pod replaced by another version of it.
+fn decision_with(
+    reg: &wlmap_engine::Registry,
+    objects: &[Object],
+    key: &wlmap_inventory::ObjectKey,
+    pod: &Object,
+    format: SchedulerFormat,
+) -> Decision {
+    let replaced = objects.iter().map(|o| {
+        if o.is_pod() && o.name() == pod.name() && o.namespace() == pod.namespace() {
+            pod.clone()
+        } else {
+            o.clone()
+        }
+    });
+    let inventory = Inventory::from_objects(reg.clone(), replaced);
+    let entry = inventory.workload(key).expect("the workload");
+    let pods = inventory.index().pods_below(key);
+    decide(entry, &pods, &GangStore::default(), format).expect("decides")
+}
+
+/// The controller reconciles a workload on a pod's change only when
+/// `pod_change_matters`; so wherever it says a change does not matter, the decision must be
+/// the one the change would have given. Checked over every fixture's pods in every format,
+/// untagged and as the webhook tags them: a pod moved on (bound, running) leaves it as it
+/// was and is skipped; a pod finished or relabelled is reconciled.
+#[test]
+fn a_pod_change_that_is_skipped_leaves_the_decision_as_it_was() {
+    let reg = wlmap_catalog::registry().expect("catalog");
+    let (mut skipped, mut reconciled) = (0, 0);
+    for (case, objects) in fixtures() {
+        let inventory = Inventory::from_objects(reg.clone(), objects.clone());
+        for entry in inventory.workloads() {
+            if !entry.definition.has_gangs() || entry.result.is_err() {
+                continue;
+            }
+            let pods = inventory.index().pods_below(&entry.key);
+            for format in SchedulerFormat::controller_formats() {
+                let members = tagged(&pods, entry, format);
+                let objects: Vec<Object> = objects
+                    .iter()
+                    .filter(|o| !o.is_pod())
+                    .chain(&members)
+                    .chain(
+                        pods.iter()
+                            .filter(|p| !members.iter().any(|m| m.name() == p.name())),
+                    )
+                    .cloned()
+                    .collect();
+                for p in members.iter().take(2) {
+                    let at = format!("{case} {} pod {} ({format})", entry.key, p.name());
+                    let before = decision_with(&reg, &objects, &entry.key, p, format);
+                    let new = moved_on(p);
+                    if !wlmap_controller::gangs::pod_change_matters(&entry.definition, p, &new) {
+                        skipped += 1;
+                        let after = decision_with(&reg, &objects, &entry.key, &new, format);
+                        assert_eq!(after, before, "{at}: skipped, yet the decision changed");
+                    }
+                    let matters = |j: Value| {
+                        let changed = Object::new(j);
+                        wlmap_controller::gangs::pod_change_matters(&entry.definition, p, &changed)
+                    };
+                    let mut relabelled = p.json().clone();
+                    relabelled["metadata"]["labels"]["team"] = json!("other");
+                    assert!(matters(relabelled), "{at}: relabelled");
+                    reconciled += 1;
+                    let phase = p.json()["status"]["phase"].as_str().unwrap_or("");
+                    if !matches!(phase, "Succeeded" | "Failed") {
+                        let mut finished = p.json().clone();
+                        finished["status"]["phase"] = json!("Succeeded");
+                        assert!(matters(finished), "{at}: finished");
+                        reconciled += 1;
+                    }
+                }
+            }
+        }
+    }
+    // Most pods' moves are skipped (the catalog's definitions read named places of a pod).
+    assert!(skipped >= 500, "{skipped} skipped");
+    assert!(reconciled >= 1000, "{reconciled} reconciled");
+}

@@ -133,6 +133,8 @@ pub struct Definition {
     /// What placing a pod reads of it: see [`Definition::pod_placement_reads`]. Found on
     /// first use (it parses the selectors again): only a live inventory asks.
     pub(crate) pod_reads: std::sync::OnceLock<Option<Vec<Vec<String>>>>,
+    /// What grouping a pod reads of it: see [`Definition::pod_gang_reads`].
+    pub(crate) gang_reads: std::sync::OnceLock<Option<Vec<Vec<String>>>>,
 }
 
 /// Variables every expression may read: `$parentInstance` and the references.
@@ -179,29 +181,8 @@ fn finding(
 fn pod_reads(components: &[Component]) -> Option<Vec<Vec<String>>> {
     let mut out = Vec::new();
     for c in components {
-        for e in [&c.type_key, &c.instance_key, &c.replica_key]
-            .into_iter()
-            .flatten()
-        {
-            let f = wlmap_expr::footprint(e.text()).ok()?;
-            if f.whole {
-                return None;
-            }
-            for path in f.paths {
-                // Up to the first `[]`: what lies below a place is compared whole.
-                let keys: Vec<String> = path
-                    .into_iter()
-                    .map_while(|k| match k {
-                        wlmap_expr::Key::Field(s) => Some(s),
-                        wlmap_expr::Key::Each => None,
-                    })
-                    .collect();
-                if keys.is_empty() {
-                    return None;
-                }
-                out.push(keys);
-            }
-        }
+        let exprs = [&c.type_key, &c.instance_key, &c.replica_key];
+        out.extend(places_read(exprs.into_iter().flatten())?);
         let labels = c
             .def
             .pod_selector
@@ -214,6 +195,33 @@ fn pod_reads(components: &[Component]) -> Option<Vec<Vec<String>>> {
     }
     out.sort();
     out.dedup();
+    Some(out)
+}
+
+/// The places of their input some expressions read, each a path of keys up to its first
+/// `[]` (what lies below a place is compared whole); `None` when one may read beyond named
+/// places, or reads its whole input.
+fn places_read<'e>(exprs: impl IntoIterator<Item = &'e Expr>) -> Option<Vec<Vec<String>>> {
+    let mut out = Vec::new();
+    for e in exprs {
+        let f = wlmap_expr::footprint(e.text()).ok()?;
+        if f.whole {
+            return None;
+        }
+        for path in f.paths {
+            let keys: Vec<String> = path
+                .into_iter()
+                .map_while(|k| match k {
+                    wlmap_expr::Key::Field(s) => Some(s),
+                    wlmap_expr::Key::Each => None,
+                })
+                .collect();
+            if keys.is_empty() {
+                return None;
+            }
+            out.push(keys);
+        }
+    }
     Some(out)
 }
 
@@ -597,6 +605,7 @@ impl Definition {
             references,
             limits: Limits::default(),
             pod_reads: std::sync::OnceLock::new(),
+            gang_reads: std::sync::OnceLock::new(),
         };
         (Some(def), findings)
     }
@@ -721,6 +730,32 @@ impl Definition {
     pub fn pod_placement_reads(&self) -> Option<&[Vec<String>]> {
         self.pod_reads
             .get_or_init(|| pod_reads(&self.components))
+            .as_deref()
+    }
+
+    /// The places of a pod that grouping it into gangs reads (each a path of keys): where it
+    /// is placed ([`Definition::pod_placement_reads`]) and what the `podGroups` members'
+    /// `groupByKeyPaths` and `filters` read of it. `None` when one of them may read more than
+    /// named places. Two versions of a pod under the same owner that agree at every place
+    /// fall in the same groups: a controller need not group a workload again when a pod's
+    /// status moves on.
+    ///
+    /// ```
+    /// let def = wlmap_engine::Definition::compile(wlmap_schema::Karta::example(), wlmap_engine::Origin::Catalog).unwrap();
+    /// assert_eq!(def.pod_gang_reads(), Some(&[][..])); // no gangs, and a Pod is its own pod
+    /// ```
+    pub fn pod_gang_reads(&self) -> Option<&[Vec<String>]> {
+        self.gang_reads
+            .get_or_init(|| {
+                let mut out = self.pod_placement_reads()?.to_vec();
+                let members = self.gang_members.iter().flat_map(|(_, m)| m);
+                out.extend(places_read(
+                    members.flat_map(|m| m.keys.iter().chain(&m.filters)),
+                )?);
+                out.sort();
+                out.dedup();
+                Some(out)
+            })
             .as_deref()
     }
 

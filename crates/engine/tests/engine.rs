@@ -1154,3 +1154,35 @@ fn a_broken_expression_is_named_by_its_place_and_located_inside_it() {
     );
     assert!(err.contains("at line 2, column "), "{err}");
 }
+
+/// What grouping reads of a pod: the placement's places and the `podGroups` keys' and
+/// filters' (a filter on the pod's phase makes the phase a place that matters); a filter that
+/// may read any part of the pod leaves nothing to compare (`None`).
+#[test]
+fn pod_gang_reads_name_what_the_keys_and_filters_read() {
+    let member = |extra: &str| {
+        format!(
+            "{LWS}  optimizationInstructions:\n    gangScheduling:\n      podGroups:\n      - name: group\n        members:\n        - componentName: group\n          groupByKeyPaths: ['.metadata.labels[\"leaderworkerset.sigs.k8s.io/group-index\"]']\n{extra}"
+        )
+    };
+    let keyed = def(&member(""));
+    let placement = keyed.pod_placement_reads().expect("named places").to_vec();
+    let reads = keyed.pod_gang_reads().expect("named places");
+    let group_index: Vec<String> = [
+        "metadata",
+        "labels",
+        "leaderworkerset.sigs.k8s.io/group-index",
+    ]
+    .map(String::from)
+    .to_vec();
+    assert!(reads.contains(&group_index), "{reads:?}");
+    assert!(placement.iter().all(|p| reads.contains(p)), "{reads:?}");
+    let on_phase = def(&member(
+        "          filters: ['.status.phase == \"Running\"']\n",
+    ));
+    let phase: Vec<String> = ["status", "phase"].map(String::from).to_vec();
+    assert!(on_phase.pod_gang_reads().expect("named").contains(&phase));
+    assert!(!reads.contains(&phase));
+    let anything = def(&member("          filters: ['tostring | test(\"gpu\")']\n"));
+    assert_eq!(anything.pod_gang_reads(), None);
+}
