@@ -15,7 +15,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use wlmap_inventory::{Fed, Feed, ObjectKey};
+use wlmap_engine::Object;
+use wlmap_inventory::{Entry, Fed, Feed, ObjectKey};
 use wlmap_kube::live::{Change, DraGate, Relists, Said, Step};
 use wlmap_kube::{Kind, WatchEvent};
 use wlmap_schema::{GroupKind, GroupVersionKind};
@@ -293,14 +294,16 @@ pub(crate) async fn watch_workloads(shared: Arc<Shared>, watch_client: kube::Cli
         *writing(&shared.kinds) = kinds.clone();
         *shared.write_feed() = Feed::new(reg, gks.clone());
         let gate = wlmap_kube::live::DraGate::default();
+        // The events a watch has ready together are taken as one batch.
         let mut stream =
-            wlmap_kube::watch_stream_gated(&watch_client, "", &kinds, None, Some(&gate));
+            wlmap_kube::watch_stream_gated(&watch_client, "", &kinds, None, Some(&gate))
+                .ready_chunks(BATCH);
         let mut said = Said::default();
         loop {
             tokio::select! {
-                ev = stream.next() => {
-                    let Some(ev) = ev else { break };
-                    on_workload_event(&shared, ev, &mut said, &gate);
+                evs = stream.next() => {
+                    let Some(evs) = evs else { break };
+                    on_workload_events(&shared, evs, &mut said, &gate);
                 }
                 _ = shared.definitions_changed.notified() => {
                     let reg = reading(&shared.registry).clone();
@@ -327,23 +330,37 @@ fn same_kinds(a: &[Kind], b: &[Kind]) -> bool {
     set(a) == set(b)
 }
 
-fn on_workload_event(shared: &Shared, ev: WatchEvent, said: &mut Said, gate: &DraGate) {
+/// The most watch events taken in one batch: the inventory's write lock is held through a
+/// batch (a review waits for it), and a batch of this many resolves in a few milliseconds.
+const BATCH: usize = 256;
+
+/// Feed the events a watch had ready together, as one batch: a burst of a workload's events
+/// (its pods created, its children's status written) resolves it once, where resolving it at
+/// each event was most of a replica's work under a burst of pods. Workloads whose gangs the
+/// events may change are queued ([`crate::gangs::pod_change_matters`]).
+fn on_workload_events(shared: &Shared, evs: Vec<WatchEvent>, said: &mut Said, gate: &DraGate) {
     let trim = |v: &mut Value| shared.read_feed().inventory.index().trim(v);
-    let ev = match wlmap_kube::live::feed_event(ev, &trim, said) {
-        Step::Feed(ev) => ev,
-        Step::Failing(e) => {
-            log(
+    let mut events = Vec::with_capacity(evs.len());
+    for ev in evs {
+        match wlmap_kube::live::feed_event(ev, &trim, said) {
+            Step::Feed(ev) => events.push(ev),
+            Step::Failing(e) => log(
                 "warning",
                 "a watch failed (retrying)",
                 json!({"error": e.to_string()}),
-            );
-            return;
+            ),
+            Step::StillFailing => {}
         }
-        Step::StillFailing => return,
+    }
+    if events.is_empty() {
+        return;
+    }
+    let matters = |w: &Entry, old: &Object, new: &Object| {
+        crate::gangs::pod_change_matters(&w.definition, old, new)
     };
     let fed = {
         let mut feed = shared.write_feed();
-        let fed = feed.on(ev);
+        let fed = feed.on_all(events, &matters);
         gate.after(&feed, fed)
     };
     match fed {
@@ -407,4 +424,74 @@ fn owner_key(v: &Value) -> Option<ObjectKey> {
 /// Log a watch's failure (each distinct one once: the watch retries with backoff).
 fn warn(msg: &str, e: &wlmap_kube::Error) {
     log("warning", msg, json!({"error": e.to_string()}));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wlmap_inventory::FeedEvent;
+
+    fn pod(phase: &str, node: Option<&str>, team: &str) -> Object {
+        let mut p = json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "train-0", "namespace": "ml", "uid": "p1",
+                "labels": {"batch.kubernetes.io/job-name": "train", "team": team},
+                "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": "train",
+                    "uid": "j1", "controller": true}]},
+            "spec": {"schedulingGroup": {"podGroupName": "train-job"},
+                "containers": [{"name": "main"}]},
+            "status": {"phase": phase}});
+        if let Some(n) = node {
+            p["spec"]["nodeName"] = json!(n);
+        }
+        Object::new(p)
+    }
+
+    /// The workloads a batch of a pod's events leaves to reconcile, in a synced feed of one
+    /// Job and that pod, as the controller feeds it.
+    fn reconciled_after(news: Vec<Object>) -> Vec<ObjectKey> {
+        let job = Object::new(json!({"apiVersion": "batch/v1", "kind": "Job",
+            "metadata": {"name": "train", "namespace": "ml", "uid": "j1"},
+            "spec": {"parallelism": 1, "template": {"spec": {"containers": [{"name": "main"}]}}}}));
+        let kinds = vec![GroupKind::new("batch", "Job"), GroupKind::new("", "Pod")];
+        let mut feed = Feed::new(wlmap_catalog::registry().expect("catalog"), kinds);
+        for (i, o) in [job, pod("Pending", None, "a")].into_iter().enumerate() {
+            feed.on(FeedEvent::Relisting(i));
+            feed.on(FeedEvent::Applied(i, o));
+            feed.on(FeedEvent::Listed(i));
+        }
+        let matters = |w: &Entry, old: &Object, new: &Object| {
+            crate::gangs::pod_change_matters(&w.definition, old, new)
+        };
+        let evs = news.into_iter().map(|o| FeedEvent::Applied(1, o)).collect();
+        let Fed::Touched(keys) = feed.on_all(evs, &matters) else {
+            panic!("synced: a change is touched")
+        };
+        keys.into_iter()
+            .filter(|k| feed.inventory.workload(k).is_some())
+            .collect()
+    }
+
+    #[test]
+    fn a_pod_bound_and_running_leaves_its_workload_alone() {
+        let moved_on = vec![
+            pod("Pending", Some("n1"), "a"),
+            pod("Running", Some("n1"), "a"),
+        ];
+        assert_eq!(reconciled_after(moved_on), vec![]);
+        let job = ObjectKey::new("ml", GroupKind::new("batch", "Job"), "train");
+        assert_eq!(
+            reconciled_after(vec![pod("Failed", Some("n1"), "a")]),
+            vec![job.clone()]
+        );
+        assert_eq!(
+            reconciled_after(vec![pod("Pending", None, "b")]),
+            vec![job.clone()]
+        );
+        // In one batch with a change that matters, the workload is queued (once).
+        let both = vec![
+            pod("Running", Some("n1"), "a"),
+            pod("Running", Some("n1"), "b"),
+        ];
+        assert_eq!(reconciled_after(both), vec![job]);
+    }
 }

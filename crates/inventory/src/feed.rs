@@ -1,11 +1,24 @@
 //! An inventory fed by watches: one stream of events per kind, each kind listed first (and
 //! listed again whenever its watch cannot resume), then its changes.
 
-use crate::inventory::{Change, Inventory};
+use crate::index::Entry;
+use crate::inventory::{Change, ChangeKind, Inventory, Update};
 use crate::key::ObjectKey;
 use std::collections::{BTreeMap, BTreeSet};
 use wlmap_engine::{Object, Registry};
 use wlmap_schema::GroupKind;
+
+/// Whether a pod's change matters to a workload above it: the workload, the pod before and
+/// after ([`Feed::on_all`]).
+pub type Matters = dyn Fn(&Entry, &Object, &Object) -> bool;
+
+/// Updates gathered for one [`Inventory::apply_batch`], with each update's pod before and
+/// after when it changes a pod already held.
+#[derive(Default)]
+struct Batch {
+    updates: Vec<Update>,
+    pods: Vec<Option<(Object, Object)>>,
+}
 
 /// One watch event, for the kind at an index of the kinds fed.
 #[derive(Debug)]
@@ -159,6 +172,96 @@ impl Feed {
             return Fed::Synced;
         }
         Fed::Listing
+    }
+
+    /// Take several events at once (those a watch had ready together): the objects go in as
+    /// they come and the workloads they touch are resolved once, after the last
+    /// ([`Inventory::apply_batch`]). What the events touched, as [`Feed::on`] says it, less
+    /// what a pod's change touched where `matters` (the workload above it, the pod before
+    /// and after) says the change does not matter to that workload. A relist's events, and
+    /// any before every kind is listed, are taken one by one.
+    ///
+    /// ```
+    /// use wlmap_inventory::{Feed, FeedEvent, Fed};
+    /// use serde_json::json;
+    /// let job = wlmap_engine::Object::new(json!({"apiVersion": "batch/v1", "kind": "Job",
+    ///     "metadata": {"name": "train", "namespace": "ml", "uid": "j1"}, "spec": {"template": {"spec": {"containers": []}}}}));
+    /// let pod = |phase: &str| wlmap_engine::Object::new(json!({"apiVersion": "v1", "kind": "Pod",
+    ///     "metadata": {"name": "train-0", "namespace": "ml", "uid": "p1",
+    ///         "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": "train", "uid": "j1", "controller": true}]},
+    ///     "spec": {"containers": [{"name": "t"}]}, "status": {"phase": phase}}));
+    /// let kinds = vec![wlmap_schema::GroupKind::new("batch", "Job"), wlmap_schema::GroupKind::new("", "Pod")];
+    /// let mut feed = Feed::new(wlmap_catalog::registry().unwrap(), kinds);
+    /// let listing = [FeedEvent::Relisting(0), FeedEvent::Listed(0), FeedEvent::Relisting(1), FeedEvent::Listed(1)];
+    /// assert_eq!(feed.on_all(listing.into(), &|_, _, _| true), Fed::Synced);
+    /// let all = |_: &_, _: &_, _: &_| true;
+    /// let Fed::Touched(keys) = feed.on_all(vec![FeedEvent::Applied(0, job), FeedEvent::Applied(1, pod("Pending"))], &all) else { panic!() };
+    /// assert_eq!(keys.len(), 2); // the Job and its pod
+    /// // A pod's change that does not matter to its Job touches the pod alone.
+    /// let phase_only = |_: &_, old: &wlmap_engine::Object, new: &wlmap_engine::Object| old.json()["metadata"] != new.json()["metadata"];
+    /// let Fed::Touched(keys) = feed.on_all(vec![FeedEvent::Applied(1, pod("Running"))], &phase_only) else { panic!() };
+    /// assert_eq!(keys, vec![wlmap_inventory::ObjectKey::of(&pod("Running"))]);
+    /// ```
+    pub fn on_all(&mut self, events: Vec<Event>, matters: &Matters) -> Fed {
+        let mut batch = Batch::default();
+        let mut keys = Vec::new();
+        let mut synced_now = false;
+        for ev in events {
+            match ev {
+                Event::Applied(i, o) if self.synced && !self.relisting.contains_key(&i) => {
+                    self.uses_dra |= self.kinds.get(i).is_some_and(crate::is_dra_use);
+                    let key = ObjectKey::of(&o);
+                    let before = o
+                        .is_pod()
+                        .then(|| self.inventory.index().object(&key).cloned())
+                        .flatten();
+                    let pod = before.map(|b| (b, o.clone()));
+                    batch.updates.push(Update::Apply(o));
+                    batch.pods.push(pod);
+                }
+                Event::Deleted(_, o) if self.synced => {
+                    batch.updates.push(Update::Delete(ObjectKey::of(&o)));
+                    batch.pods.push(None);
+                }
+                other => {
+                    keys.extend(self.take(std::mem::take(&mut batch), matters));
+                    match self.on(other) {
+                        Fed::Touched(k) => keys.extend(k),
+                        Fed::Synced => synced_now = true,
+                        Fed::Listing => {}
+                    }
+                }
+            }
+        }
+        keys.extend(self.take(batch, matters));
+        if synced_now {
+            Fed::Synced
+        } else if self.synced {
+            Fed::Touched(keys)
+        } else {
+            Fed::Listing
+        }
+    }
+
+    /// Apply a batch; the keys it touched that matter.
+    fn take(&mut self, batch: Batch, matters: &Matters) -> Vec<ObjectKey> {
+        if batch.updates.is_empty() {
+            return Vec::new();
+        }
+        let applied = self.inventory.apply_batch(batch.updates);
+        let mut keys: BTreeSet<ObjectKey> = (applied.changes.into_iter())
+            .filter(|c| c.kind != ChangeKind::Changed)
+            .map(|c| c.key)
+            .collect();
+        for (affected, pod) in applied.affected.into_iter().zip(batch.pods) {
+            keys.extend(affected.into_iter().filter(|k| {
+                match (&pod, self.inventory.workload(k)) {
+                    (Some((before, after)), Some(w)) => matters(w, before, after),
+                    _ => true,
+                }
+            }));
+        }
+        keys.into_iter().collect()
     }
 
     /// The keys an event touches: the object, its owners, and the workloads that changed.

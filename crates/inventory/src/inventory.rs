@@ -35,6 +35,34 @@ pub struct Change {
     pub kind: ChangeKind,
 }
 
+/// One update of an [`Inventory::apply_batch`].
+#[derive(Debug, Clone)]
+pub enum Update {
+    /// Add or replace an object.
+    Apply(Object),
+    /// Remove the object of this key.
+    Delete(ObjectKey),
+}
+
+/// What an [`Inventory::apply_batch`] did.
+#[derive(Debug, Default)]
+pub struct Applied {
+    /// The top-level workloads that changed, each once.
+    pub changes: Vec<Change>,
+    /// For each update, in order, the keys it affected: its own, the objects up its owner
+    /// chain (and down it when ownership changed), and the workloads that read it as a
+    /// reference or through DRA.
+    pub affected: Vec<BTreeSet<ObjectKey>>,
+}
+
+/// A batch under way: the keys to decide and resolve at its end, and the changes made on
+/// the way (a pod's facts read where it already is).
+#[derive(Default)]
+struct Staged {
+    pending: BTreeSet<ObjectKey>,
+    changes: BTreeMap<ObjectKey, ChangeKind>,
+}
+
 /// Which objects form which workload, kept up to date.
 ///
 /// Holds a set of Kubernetes objects and the definitions in force, decides which objects are
@@ -169,19 +197,66 @@ impl Inventory {
     /// assert!(inv.apply(job).is_empty()); // the same object again changes nothing
     /// ```
     pub fn apply(&mut self, obj: Object) -> Vec<Change> {
-        let changes = self.apply_held(self.index.store.hold(obj));
-        self.settle();
-        changes
+        self.apply_batch(vec![Update::Apply(obj)]).changes
     }
 
-    fn apply_held(&mut self, obj: Object) -> Vec<Change> {
+    /// Take several updates in at once: each object goes into the store as it comes, and the
+    /// workloads they affect are resolved once, after the last. A burst of one workload's
+    /// objects (its pods created, its children's status written) resolves it once, not at
+    /// each object; what the workloads show is what applying the updates one by one gives.
+    ///
+    /// ```
+    /// use wlmap_inventory::{ChangeKind, Inventory, Update};
+    /// let mut inv = Inventory::new(wlmap_catalog::registry().unwrap());
+    /// let job = wlmap_engine::Object::new(serde_json::json!({"apiVersion": "batch/v1", "kind": "Job",
+    ///     "metadata": {"name": "j", "namespace": "ml", "uid": "j1"}, "spec": {"template": {"spec": {"containers": []}}}}));
+    /// let pod = |n: &str| wlmap_engine::Object::new(serde_json::json!({"apiVersion": "v1", "kind": "Pod",
+    ///     "metadata": {"name": n, "namespace": "ml", "uid": n,
+    ///         "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": "j", "uid": "j1", "controller": true}]},
+    ///     "spec": {"containers": [{"name": "t"}]}, "status": {"phase": "Pending"}}));
+    /// let applied = inv.apply_batch(vec![Update::Apply(job.clone()), Update::Apply(pod("a")), Update::Apply(pod("b"))]);
+    /// assert_eq!(applied.changes.len(), 1);
+    /// assert_eq!(applied.changes[0].kind, ChangeKind::Added); // added once, with both pods
+    /// assert_eq!(inv.workloads().next().unwrap().result.as_ref().unwrap().observed_pods(), 2);
+    /// // Each update's affected keys: the pod's own and its Job's.
+    /// assert!(applied.affected[2].contains(&wlmap_inventory::ObjectKey::of(&job)));
+    /// ```
+    pub fn apply_batch(&mut self, updates: Vec<Update>) -> Applied {
+        let mut staged = Staged::default();
+        let affected = updates
+            .into_iter()
+            .map(|u| match u {
+                Update::Apply(obj) => {
+                    let held = self.index.store.hold(obj);
+                    self.stage_apply(held, &mut staged)
+                }
+                Update::Delete(key) => self.stage_delete(&key, &mut staged),
+            })
+            .collect();
+        for c in self.refresh(staged.pending) {
+            merge_change(&mut staged.changes, c);
+        }
+        self.settle();
+        Applied {
+            changes: (staged.changes.into_iter())
+                .map(|(key, kind)| Change { key, kind })
+                .collect(),
+            affected,
+        }
+    }
+
+    /// Put an object in the store; its workloads are resolved with the batch (their pod's
+    /// facts now, when that shortcut holds). The keys it affects.
+    fn stage_apply(&mut self, obj: Object, staged: &mut Staged) -> BTreeSet<ObjectKey> {
         let key = ObjectKey::of(&obj);
         let old = self.index.store.get(&key).cloned();
-        if let Some(changes) = old
-            .as_ref()
-            .and_then(|old| self.refresh_pod_facts(&key, old, &obj))
+        if let Some(old) = &old
+            && let Some((above, changes)) = self.refresh_pod_facts(&key, old, &obj, staged)
         {
-            return changes;
+            for c in changes {
+                merge_change(&mut staged.changes, c);
+            }
+            return above.into_iter().chain([key]).collect();
         }
         let mut affected = BTreeSet::from([key.clone()]);
         let structural = old.as_ref().is_none_or(|o| ownership_changed(o, &obj));
@@ -190,7 +265,8 @@ impl Inventory {
         }
         self.index.store.insert(obj.clone());
         self.collect_affected(&obj, structural, &mut affected);
-        self.refresh(affected)
+        staged.pending.extend(affected.iter().cloned());
+        affected
     }
 
     /// Remove an object; returns the top-level workloads that changed.
@@ -204,19 +280,20 @@ impl Inventory {
     /// assert_eq!(inv.delete(&ObjectKey::of(&job))[0].kind, ChangeKind::Removed);
     /// ```
     pub fn delete(&mut self, key: &ObjectKey) -> Vec<Change> {
-        let changes = self.delete_held(key);
-        self.settle();
-        changes
+        self.apply_batch(vec![Update::Delete(key.clone())]).changes
     }
 
-    fn delete_held(&mut self, key: &ObjectKey) -> Vec<Change> {
+    /// Take an object out of the store; its workloads are resolved with the batch. The keys
+    /// it affects.
+    fn stage_delete(&mut self, key: &ObjectKey, staged: &mut Staged) -> BTreeSet<ObjectKey> {
         let Some(old) = self.index.store.get(key).cloned() else {
-            return Vec::new();
+            return BTreeSet::new();
         };
         let mut affected = BTreeSet::from([key.clone()]);
         self.collect_affected(&old, true, &mut affected);
         self.index.store.remove(key);
-        self.refresh(affected)
+        staged.pending.extend(affected.iter().cloned());
+        affected
     }
 
     /// Replace every object (a relist): objects not in `objects` are deleted, the others
@@ -386,12 +463,15 @@ impl Inventory {
     /// the pod already is, instead of being resolved and attributed again. What the
     /// workloads show is what that would give ([`wlmap_engine::Workload::refresh_pod`]).
     /// `None`, with nothing changed, when the shortcut does not hold.
+    /// In a batch, a workload above the pod that is to be resolved anyway (an earlier update
+    /// affected it) is not refreshed here: the shortcut does not hold.
     fn refresh_pod_facts(
         &mut self,
         key: &ObjectKey,
         old: &Object,
         new: &Object,
-    ) -> Option<Vec<Change>> {
+        staged: &Staged,
+    ) -> Option<(Vec<ObjectKey>, Vec<Change>)> {
         let plain_pod = new.is_pod()
             && !ownership_changed(old, new)
             && !self.workloads.contains_key(key)
@@ -409,6 +489,9 @@ impl Inventory {
             .filter(|k| self.workloads.contains_key(k))
             .collect();
         for k in &above {
+            if staged.pending.contains(k) {
+                return None;
+            }
             let e = &self.workloads[k];
             let reads = e.definition.pod_placement_reads()?;
             let w = e.result.as_ref().ok()?;
@@ -423,19 +506,19 @@ impl Inventory {
         // Only the pod was read (its workloads read the new version where it already is).
         self.touched.push(key.clone());
         let mut changes = Vec::new();
-        for k in above {
+        for k in &above {
             let w = self
                 .workloads
-                .get_mut(&k)
+                .get_mut(k)
                 .and_then(|e| e.result.as_mut().ok());
             if w.and_then(|w| w.refresh_pod(new)) == Some(true) {
                 changes.push(Change {
-                    key: k,
+                    key: k.clone(),
                     kind: ChangeKind::Changed,
                 });
             }
         }
-        Some(changes)
+        Some((above, changes))
     }
 
     /// The keys an update of `o` can affect besides its own: the workloads up its owner chain

@@ -37,9 +37,9 @@ mod store;
 mod trim;
 pub mod view;
 
-pub use feed::{Event as FeedEvent, Fed, Feed};
+pub use feed::{Event as FeedEvent, Fed, Feed, Matters};
 pub use index::{Entry, Index};
-pub use inventory::{Change, ChangeKind, Inventory};
+pub use inventory::{Applied, Change, ChangeKind, Inventory, Update};
 pub use key::ObjectKey;
 pub use kinds::{
     is_dra_use, kinds_to_follow, kinds_to_watch, may_own_pods, referenced_kinds, waits_for_dra_use,
