@@ -35,6 +35,7 @@ report goes to stdout and OUT_DIR/report.md, the raw streams stay in OUT_DIR.
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -48,6 +49,7 @@ KUBECTL = os.environ["WLMAP_TESTBED_KUBECTL"]
 KUBECONFIG = os.environ["WLMAP_TESTBED_KUBECONFIG"]
 TESTBED_DIR = os.environ["WLMAP_TESTBED_DIR"]
 WLMAP = os.environ.get("WLMAP_BIN", os.path.join(ROOT, "target", "release", "wlmap"))
+HAPROXY = shutil.which("haproxy") or "/usr/sbin/haproxy"
 PODS_PER_WORKLOAD = 10
 GPUS_PER_NODE = 8
 KINDS = ("JobSet", "LeaderWorkerSet", "RayCluster", "PyTorchJob", "Job")
@@ -452,18 +454,20 @@ def pct(values, q):
 # ------------------------------------------------------------------ the service
 
 class Service:
-    """What a Service does for the replicas' webhook: one address, each connection forwarded
-    to a replica that accepts it (round robin; a replica that refuses is skipped), bytes
-    passed through untouched (TLS ends in the replica, as behind kube-proxy). The forwarding
-    runs in a process of its own (`scale.py service PORT FILE`), so that the run's watches
-    never hold it up; the replicas' ports are handed to it in FILE."""
+    """What a Service does for the replicas' webhook: one address, each connection passed to
+    a replica that is up (round robin, a replica checked every 200 ms and skipped once its
+    port refuses), bytes passed through untouched (TLS ends in the replica, as behind
+    kube-proxy). Debian's HAProxy forwards (TCP mode, one event loop in C) as kube-proxy's
+    rules do in the kernel: a forwarder in Python, a thread per connection and direction,
+    took CPU of its own and added milliseconds to each review on the saturated machine.
+    Changing the replicas starts a new HAProxy that takes over the address (`-sf`: the old
+    one finishes its connections and exits); its CPU is reported apart from wlmap's."""
 
     def __init__(self, out_dir):
         self.port = free_port()
-        self.file = os.path.join(out_dir, "service.backends")
+        self.config = os.path.join(out_dir, "service.cfg")
+        self.procs = []
         self.set_backends([])
-        self.proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), "service",
-                                      str(self.port), self.file])
         wait_until("the service listening", 10, self.listening, every=0.1)
 
     def listening(self):
@@ -474,63 +478,32 @@ class Service:
             return False
 
     def set_backends(self, ports):
-        with open(self.file + ".tmp", "w") as f:
-            f.write(" ".join(str(p) for p in ports))
-        os.replace(self.file + ".tmp", self.file)
+        servers = "".join(f"  server r{p} 127.0.0.1:{p} check inter 200ms fall 1 rise 1\n"
+                          for p in ports)
+        with open(self.config, "w") as f:
+            f.write("global\n  maxconn 4096\n  nbthread 1\n"
+                    "defaults\n  mode tcp\n  timeout connect 2s\n  timeout client 60s\n"
+                    "  timeout server 60s\n  retries 2\n  option redispatch\n"
+                    f"frontend webhook\n  bind 127.0.0.1:{self.port}\n  default_backend replicas\n"
+                    f"backend replicas\n  balance roundrobin\n{servers}")
+        old = [str(p.pid) for p in self.procs if p.poll() is None]
+        self.procs.append(subprocess.Popen([HAPROXY, "-db", "-q", "-f", self.config]
+                                           + (["-sf", *old] if old else []),
+                                           stdout=subprocess.DEVNULL,
+                                           stderr=subprocess.DEVNULL))
+
+    def running(self):
+        return sum(1 for p in self.procs if p.poll() is None)
+
+    def cpu(self):
+        """CPU seconds of the HAProxy processes running now."""
+        return sum(proc_cpu(p.pid) for p in self.procs if p.poll() is None)
 
     def stop(self):
-        self.proc.terminate()
-        self.proc.wait()
-
-
-def forward(port, backends_file):
-    """The Service's forwarding (in its own process): a thread per connection and direction."""
-    turn = [0]
-    listener = socket.socket()
-    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    listener.bind(("127.0.0.1", port))
-    listener.listen(128)
-
-    def connect():
-        with open(backends_file) as f:
-            ports = [int(p) for p in f.read().split()]
-        turn[0] += 1
-        for p in ports[turn[0] % max(len(ports), 1):] + ports[:turn[0] % max(len(ports), 1)]:
-            try:
-                s = socket.create_connection(("127.0.0.1", p), timeout=2)
-            except OSError:
-                continue
-            s.settimeout(None)
-            return s
-        return None
-
-    def pipe(a, b):
-        try:
-            while True:
-                data = a.recv(65536)
-                if not data:
-                    break
-                b.sendall(data)
-        except OSError:
-            pass
-        for x in (a, b):
-            try:
-                x.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-
-    while True:
-        client, _ = listener.accept()
-        upstream = connect()
-        if upstream is None:
-            client.close()
-            continue
-        # kube-proxy forwards in the kernel; a proxy in user space would hold small writes
-        # back (Nagle) and add tens of milliseconds to each review.
-        for x in (client, upstream):
-            x.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        threading.Thread(target=pipe, args=(client, upstream), daemon=True).start()
-        threading.Thread(target=pipe, args=(upstream, client), daemon=True).start()
+        for p in self.procs:
+            if p.poll() is None:
+                p.terminate()
+                p.wait()
 
 
 class Replica:
@@ -805,13 +778,18 @@ def main():
     wait_until("replica scale-a leads", 60, replicas[0].leads)
     replicas.append(Replica("scale-b", service, out_dir))
     service.set_backends([r.webhook for r in replicas])
+    wait_until("the service's former HAProxy gone", 10, lambda: service.running() == 1, every=0.1)
     ctl0 = {r.identity: (proc_cpu(r.proc.pid), r.metrics()) for r in replicas}
+    service0 = service.cpu()
     # WLMAP_SCALE_PERF=1: a flat `perf record` of each replica through the phase
-    # (OUT_DIR/IDENTITY.perf.data; `perf report -i` it).
-    profiles = [subprocess.Popen(["perf", "record", "-F", "199", "-p", str(r.proc.pid), "-o",
-                                  os.path.join(out_dir, f"{r.identity}.perf.data")],
+    # (OUT_DIR/IDENTITY.perf.data; `perf report -i` it); =fp: with call graphs walked by frame
+    # pointers, for a wlmap built with them (RUSTFLAGS="-C force-frame-pointers=yes").
+    perf = os.environ.get("WLMAP_SCALE_PERF")
+    graph = ["--call-graph", "fp"] if perf == "fp" else []
+    profiles = [subprocess.Popen(["perf", "record", "-F", "199", *graph, "-p", str(r.proc.pid),
+                                  "-o", os.path.join(out_dir, f"{r.identity}.perf.data")],
                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-                for r in replicas if os.environ.get("WLMAP_SCALE_PERF") == "1"]
+                for r in replicas if perf in ("1", "fp")]
     with_ = run_phase("with", n, out_dir, bound_timeout, replicas)
     for p in profiles:
         p.send_signal(signal.SIGINT)
@@ -819,6 +797,7 @@ def main():
     if not with_.stuck:
         wait_until("every workload's PodGroups", 300,
                    lambda: len(with_.gang_latency()[0]) >= n, every=1)
+    service_cpu = service.cpu() - service0
     ctl = {}
     for r in replicas:
         cpu0, m0 = ctl0[r.identity]
@@ -940,6 +919,8 @@ def main():
             f"({v['cpu'] / (pods / 1000):.2f} s per 1,000 pods), resident {v['mem']['VmRSS']:.0f} MiB, "
             f"peak {v['mem']['VmHWM']:.0f} MiB ({v['mem']['VmHWM'] / (pods / 1000):.1f} MiB per 1,000 pods); "
             f"gang object writes {v['writes']:.0f}, owner fetches {v['fetches']:.0f}")
+    say(f"- The Service forwarding the reviews to the replicas (HAProxy, standing in for kube-proxy): "
+        f"CPU {service_cpu:.1f} s")
     say(f"- wlmap's own API requests per workload: {sum(v['writes'] + v['fetches'] for v in ctl.values()) / n:.2f} "
         "(gang object writes and owner fetches)")
     say(f"- Creation to PodGroups: p50 {fmt_ms(pct(lat, 0.5))} ms, p99 {fmt_ms(pct(lat, 0.99))} ms "
@@ -992,7 +973,4 @@ def audit_line(a):
 
 
 if __name__ == "__main__":
-    if sys.argv[1:2] == ["service"]:
-        forward(int(sys.argv[2]), sys.argv[3])
-    else:
-        main()
+    main()

@@ -21,6 +21,10 @@ N="${1:-1000}"
 OUT="${2:-$ROOT/target/bench/scale-$N}"
 [ -x "${WLMAP_BIN:-$ROOT/target/release/wlmap}" ] \
   || { echo "build wlmap first: cargo build --release -p wlmap-cli" >&2; exit 2; }
+# The Service in front of the replicas' webhook (scale.py's Service): Debian's HAProxy.
+command -v haproxy >/dev/null 2>&1 \
+  || { apt-get update -qq && apt-get install -y -qq haproxy >/dev/null; } \
+  || { echo "HAProxy is needed: apt-get install haproxy" >&2; exit 2; }
 mkdir -p "$OUT"
 OUT="$(cd "$OUT" && pwd)"
 export WLMAP_TESTBED_OPERATORS=jobset,lws,kuberay,training-operator
