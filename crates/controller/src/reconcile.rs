@@ -81,6 +81,8 @@ pub async fn worker(shared: Arc<Shared>, mut due: impl Stream<Item = ObjectKey> 
 /// Reconcile one workload.
 pub async fn reconcile(shared: &Shared, key: &ObjectKey) -> Result<Outcome, Error> {
     let format = shared.opts.format;
+    // Events taken in the moment this replica became leader may have been put off.
+    shared.catch_up();
     let decided = {
         let feed = shared.read_feed();
         match feed.inventory.workload(key) {

@@ -80,6 +80,7 @@ async fn main(opts: Options) -> Result<(), Error> {
         kartas,
     ));
     tokio::spawn(watches::watch_crds(shared.clone(), watch_client));
+    tokio::spawn(watches::catch_up(shared.clone()));
     tokio::spawn(crate::reconcile::worker(shared.clone(), due));
     let elector = Elector::new(
         kube::Api::namespaced(client.clone(), &opts.namespace),
@@ -162,6 +163,8 @@ async fn lead(shared: Arc<Shared>, elector: Arc<Elector>) {
                         "became leader",
                         json!({"identity": shared.opts.identity}),
                     );
+                    // What was put off while following is resolved before it is decided on.
+                    shared.catch_up();
                     shared.enqueue_all();
                 }
             }

@@ -93,6 +93,19 @@ impl Shared {
         self.enqueue(keys);
     }
 
+    /// Resolve the workloads that wait ([`wlmap_inventory::Inventory::put_off_resolving`]:
+    /// a replica that does not lead puts resolving off); a leader queues those that changed.
+    /// Nothing is locked for writing when nothing waits.
+    pub fn catch_up(&self) {
+        if !self.read_feed().inventory.is_behind() {
+            return;
+        }
+        let changes = self.write_feed().inventory.catch_up();
+        if self.is_leader() {
+            self.enqueue(changes.into_iter().map(|c| c.key));
+        }
+    }
+
     /// The inventory, to read.
     pub fn read_feed(&self) -> std::sync::RwLockReadGuard<'_, Feed> {
         reading(&self.feed)

@@ -360,12 +360,16 @@ fn on_workload_events(shared: &Shared, evs: Vec<WatchEvent>, said: &mut Said, ga
     };
     let fed = {
         let mut feed = shared.write_feed();
+        // A replica that does not lead reads its workloads only to show them (its webhook
+        // reads the objects): it resolves them now and then, not at every event.
+        feed.inventory.put_off_resolving(!shared.is_leader());
         let fed = feed.on_all(events, &matters);
         gate.after(&feed, fed)
     };
     match fed {
         Fed::Listing => {}
         Fed::Synced => {
+            shared.catch_up();
             log(
                 "info",
                 "inventory listed",
@@ -382,6 +386,20 @@ fn on_workload_events(shared: &Shared, evs: Vec<WatchEvent>, said: &mut Said, ga
             drop(feed);
             shared.enqueue(workloads);
         }
+    }
+}
+
+/// How often a replica that does not lead resolves the workloads that changed.
+pub(crate) const CATCH_UP_EVERY: Duration = Duration::from_secs(2);
+
+/// Resolve, every [`CATCH_UP_EVERY`], what a replica that does not lead put off: its
+/// `/metrics` and web view are that much behind the leader's at most.
+pub(crate) async fn catch_up(shared: Arc<Shared>) {
+    let mut every = tokio::time::interval(CATCH_UP_EVERY);
+    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        every.tick().await;
+        shared.catch_up();
     }
 }
 

@@ -105,6 +105,11 @@ pub struct Inventory {
     /// How many more may hold it after a release, when set ([`Inventory::releasing_beyond`]);
     /// else an eighth of the objects, at least [`RELEASE_FLOOR`].
     release_slack: Option<usize>,
+    /// True while resolving is put off ([`Inventory::put_off_resolving`]).
+    putting_off: bool,
+    /// The workloads updates affected while resolving was put off, resolved at the next
+    /// [`Inventory::catch_up`] (or the next update taken while resolving is not put off).
+    behind: BTreeSet<ObjectKey>,
 }
 
 impl Inventory {
@@ -152,6 +157,8 @@ impl Inventory {
             release_above: 0,
             release_slack: None,
             touched: Vec::new(),
+            putting_off: false,
+            behind: BTreeSet::new(),
         };
         inv.settle();
         inv
@@ -233,8 +240,14 @@ impl Inventory {
                 Update::Delete(key) => self.stage_delete(&key, &mut staged),
             })
             .collect();
-        for c in self.refresh(staged.pending) {
-            merge_change(&mut staged.changes, c);
+        if self.putting_off {
+            self.behind.extend(staged.pending);
+        } else {
+            let mut pending = std::mem::take(&mut self.behind);
+            pending.extend(staged.pending);
+            for c in self.refresh(pending) {
+                merge_change(&mut staged.changes, c);
+            }
         }
         self.settle();
         Applied {
@@ -257,6 +270,13 @@ impl Inventory {
                 merge_change(&mut staged.changes, c);
             }
             return above.into_iter().chain([key]).collect();
+        }
+        if let Some(old) = &old
+            && self.unseen_change(&key, old, &obj)
+        {
+            self.index.store.insert(obj);
+            self.touched.push(key.clone());
+            return BTreeSet::from([key]);
         }
         let mut affected = BTreeSet::from([key.clone()]);
         let structural = old.as_ref().is_none_or(|o| ownership_changed(o, &obj));
@@ -458,6 +478,45 @@ impl Inventory {
         self
     }
 
+    /// Put off resolving workloads (`true`), or resolve them as updates come (`false`, the
+    /// default). While it is put off, updates go into the store at once, so what is read of
+    /// the objects (an admission webhook placing a pod, [`crate::Index`]'s questions) is
+    /// current, but the workloads stay as they were: the ones updates affect are resolved at
+    /// the next [`Inventory::catch_up`], or with the next update taken once resolving is no
+    /// longer put off. A burst of updates to a workload then resolves it once per catch-up
+    /// instead of once per update: what a controller replica that does not lead (and reads
+    /// its workloads only to show them) saves.
+    ///
+    /// ```
+    /// use wlmap_inventory::Inventory;
+    /// let mut inv = Inventory::new(wlmap_catalog::registry().unwrap());
+    /// inv.put_off_resolving(true);
+    /// let job = wlmap_engine::Object::new(serde_json::json!({"apiVersion": "batch/v1", "kind": "Job",
+    ///     "metadata": {"name": "j", "namespace": "ml", "uid": "j1"}, "spec": {"template": {"spec": {"containers": []}}}}));
+    /// assert!(inv.apply(job.clone()).is_empty());
+    /// assert!(inv.workloads().next().is_none() && inv.is_behind());
+    /// assert!(inv.index().object(&wlmap_inventory::ObjectKey::of(&job)).is_some()); // held already
+    /// assert_eq!(inv.catch_up()[0].kind, wlmap_inventory::ChangeKind::Added);
+    /// assert!(!inv.is_behind());
+    /// ```
+    pub fn put_off_resolving(&mut self, put_off: bool) {
+        self.putting_off = put_off;
+    }
+
+    /// True when updates wait to be resolved ([`Inventory::put_off_resolving`]).
+    pub fn is_behind(&self) -> bool {
+        !self.behind.is_empty()
+    }
+
+    /// Resolve the workloads updates affected while resolving was put off; returns the
+    /// top-level workloads that changed ([`Inventory::put_off_resolving`]).
+    pub fn catch_up(&mut self) -> Vec<Change> {
+        let behind = std::mem::take(&mut self.behind);
+        let changes = self.refresh(behind);
+        self.settle();
+        changes
+    }
+
     /// A pod that changed only where no definition above it looks to place it (its phase,
     /// readiness, node, requests): each workload above it reads the pod's facts again where
     /// the pod already is, instead of being resolved and attributed again. What the
@@ -489,7 +548,7 @@ impl Inventory {
             .filter(|k| self.workloads.contains_key(k))
             .collect();
         for k in &above {
-            if staged.pending.contains(k) {
+            if staged.pending.contains(k) || self.behind.contains(k) {
                 return None;
             }
             let e = &self.workloads[k];
@@ -519,6 +578,24 @@ impl Inventory {
             }
         }
         Some((above, changes))
+    }
+
+    /// True when no workload can see this change of an object: one between a workload and
+    /// its pods (a JobSet's Jobs, a LeaderWorkerSet's StatefulSets) whose uid and owners stay
+    /// as they were. Resolving reads a workload's own object and the objects it references;
+    /// of the objects between it and its pods, attribution reads only their uid, kind and
+    /// controller (a pod's owner chain). So a Job's status moving on (its ready count, as
+    /// each pod starts) changes nothing above it, and resolving the JobSet again for it was
+    /// a good part of a controller replica's work under a burst. Pods (whose facts are read),
+    /// workloads, referenced kinds and DRA objects (whose allocations say what a pod holds)
+    /// are always seen.
+    fn unseen_change(&self, key: &ObjectKey, old: &Object, new: &Object) -> bool {
+        !new.is_pod()
+            && !new.api_version().starts_with("resource.k8s.io/")
+            && !self.workloads.contains_key(key)
+            && !self.index.is_top_level(new)
+            && !self.index.defs.is_referenced(&key.kind)
+            && !ownership_changed(old, new)
     }
 
     /// The keys an update of `o` can affect besides its own: the workloads up its owner chain

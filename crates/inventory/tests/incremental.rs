@@ -169,6 +169,31 @@ fn diff(
         .collect()
 }
 
+/// Take one event into the inventory (`registry`: the definitions in force, changed by a
+/// [`Event::Definitions`]); the changes it reports.
+fn take(inv: &mut Inventory, ev: &Event, registry: &mut usize) -> Vec<Change> {
+    match ev {
+        Event::Apply(i, v) => inv.apply(Object::new(variant(&universe()[*i], *v))),
+        Event::Delete(i) => inv.delete(&ObjectKey::of(&Object::new(universe()[*i].clone()))),
+        Event::Definitions(r) => {
+            *registry = *r;
+            inv.set_definitions(registries()[*registry].clone())
+        }
+        Event::Relist(i, mask) => {
+            let kind = ObjectKey::of(&Object::new(universe()[*i].clone())).kind;
+            let objects = universe()
+                .iter()
+                .map(|v| Object::new(v.clone()))
+                .filter(|o| ObjectKey::of(o).kind == kind)
+                .enumerate()
+                .filter(|(j, _)| mask & (1 << (j % 64)) != 0)
+                .map(|(_, o)| held(inv, o))
+                .collect();
+            inv.replace_kind(&kind, objects)
+        }
+    }
+}
+
 /// Run the events on an inventory (`packed`: holding its objects packed, letting go of their
 /// parsed JSON after every update, as a live feed does now and then) and compare it, after
 /// each, with one built again from its objects.
@@ -182,26 +207,7 @@ fn run(events: &[Event], packed: bool) -> Result<(), TestCaseError> {
     };
     for (step, ev) in events.iter().enumerate() {
         let before = view(&inv);
-        let changes = match ev {
-            Event::Apply(i, v) => inv.apply(Object::new(variant(&universe()[*i], *v))),
-            Event::Delete(i) => inv.delete(&ObjectKey::of(&Object::new(universe()[*i].clone()))),
-            Event::Definitions(r) => {
-                registry = *r;
-                inv.set_definitions(registries()[registry].clone())
-            }
-            Event::Relist(i, mask) => {
-                let kind = ObjectKey::of(&Object::new(universe()[*i].clone())).kind;
-                let objects = universe()
-                    .iter()
-                    .map(|v| Object::new(v.clone()))
-                    .filter(|o| ObjectKey::of(o).kind == kind)
-                    .enumerate()
-                    .filter(|(j, _)| mask & (1 << (j % 64)) != 0)
-                    .map(|(_, o)| held(&inv, o))
-                    .collect();
-                inv.replace_kind(&kind, objects)
-            }
-        };
+        let changes = take(&mut inv, ev, &mut registry);
         let after = view(&inv);
         if packed {
             prop_assert!(
@@ -332,6 +338,52 @@ proptest! {
     }
 }
 
+/// Run the events with resolving put off or not at each (as a controller replica puts it
+/// off while it does not lead), then catch up: the workloads are what a rebuild gives, and
+/// the changes reported on the way and at the catch-up name every workload whose view
+/// changed. An update taken while resolving is not put off resolves what waited too.
+fn run_put_off(events: &[Event], put_off: &[bool]) -> Result<(), TestCaseError> {
+    let mut registry = 0;
+    let mut inv = Inventory::from_index(Index::new(registries()[registry].clone(), []).packed())
+        .releasing_beyond(0);
+    let since = view(&inv);
+    let mut reported = BTreeSet::new();
+    let rebuilt = |inv: &Inventory, registry: usize| {
+        view(&Inventory::from_objects(
+            registries()[registry].clone(),
+            inv.index().objects().cloned(),
+        ))
+    };
+    for (ev, off) in events.iter().zip(put_off.iter().cycle()) {
+        inv.put_off_resolving(*off);
+        reported.extend(take(&mut inv, ev, &mut registry).into_iter().map(|c| c.key));
+        if !off && matches!(ev, Event::Apply(..) | Event::Delete(_)) {
+            prop_assert!(!inv.is_behind(), "{:?} left workloads behind", ev);
+            prop_assert_eq!(view(&inv), rebuilt(&inv, registry), "{:?}", ev);
+        }
+    }
+    reported.extend(inv.catch_up().into_iter().map(|c| c.key));
+    prop_assert!(!inv.is_behind());
+    let after = view(&inv);
+    prop_assert_eq!(&after, &rebuilt(&inv, registry));
+    for c in diff(&since, &after) {
+        prop_assert!(reported.contains(&c.key), "{:?} not reported", c);
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    #[test]
+    fn put_off_then_caught_up_equals_a_rebuild(
+        events in proptest::collection::vec(event(), 1..60),
+        put_off in proptest::collection::vec(proptest::bool::weighted(0.8), 1..8),
+    ) {
+        run_put_off(&events, &put_off)?;
+    }
+}
+
 /// An object as a relisting feed buffers it: as the inventory holds it, released if packed.
 fn held(inv: &Inventory, o: Object) -> Object {
     let held = inv.index().hold(o);
@@ -411,4 +463,43 @@ fn the_universe_takes_the_pod_shortcut() {
         }
     }
     assert!(kinds > 5);
+}
+
+/// A Job of a JobSet whose status moves on (as the Job controller writes it at each pod
+/// that starts) is read by no workload: it affects itself only, and the JobSet is not
+/// resolved again for it. The JobSet's own status is its own: it is resolved again.
+#[test]
+fn a_status_between_a_workload_and_its_pods_is_seen_by_no_workload() {
+    let of_kind = |kind: &str| {
+        universe()
+            .iter()
+            .find(|v| {
+                v["kind"] == kind && v["metadata"]["ownerReferences"][0]["kind"] != "TrainJob"
+            })
+            .expect("an object of the kind")
+    };
+    let job = of_kind("Job");
+    assert_eq!(job["metadata"]["ownerReferences"][0]["kind"], "JobSet");
+    let jobset = ObjectKey::of(&Object::new(of_kind("JobSet").clone()));
+    for (moved, affects) in [(job, vec![]), (of_kind("JobSet"), vec![jobset.clone()])] {
+        let mut inv = Inventory::from_objects(
+            registries()[0].clone(),
+            universe().iter().cloned().map(Object::new),
+        );
+        let mut moved_on = moved.clone();
+        moved_on["status"]["ready"] = Value::from(7);
+        moved_on["metadata"]["resourceVersion"] = Value::from("999999");
+        let key = ObjectKey::of(&Object::new(moved.clone()));
+        let applied = inv.apply_batch(vec![Update::Apply(Object::new(moved_on))]);
+        let mut expected = BTreeSet::from([key]);
+        expected.extend(affects);
+        assert_eq!(applied.affected[0], expected);
+        // What the view shows is what building it again from the same objects shows.
+        let rebuilt =
+            Inventory::from_objects(registries()[0].clone(), inv.index().objects().cloned());
+        assert_eq!(view(&inv), view(&rebuilt));
+        let held =
+            inv.workload(&jobset).expect("the JobSet").object.json()["status"]["ready"].clone();
+        assert_eq!(held == 7, moved["kind"] == "JobSet");
+    }
 }
