@@ -29,6 +29,11 @@ then four phases, each in a namespace of its own that is deleted before the next
            in their group, duplicate and orphaned PodGroups, pod creations refused by a
            wlmap webhook, and how long the new leader took to catch up.
 
+WLMAP_SCALE_ROUNDS=R runs instead R rounds of a `declared` and a `with` phase, in turns of
+order (declared first, then with first, ...), and reports each round's ratio of bind times,
+their mean, spread and 95 % interval, and the cluster's CPU with / declared: on a machine whose
+pace drifts by more than 5 % between phases, one pair cannot tell wlmap's cost from the drift.
+
 Times are taken from watches (`kubectl get --watch`, each line stamped as it arrives); the
 report goes to stdout and OUT_DIR/report.md, the raw streams stay in OUT_DIR.
 """
@@ -744,6 +749,116 @@ def fmt_ms(s):
     return f"{s * 1000:.1f}"
 
 
+def start_pair(service, out_dir, tag=""):
+    """Two replicas behind the Service, the first one leading (as a rollout leaves them)."""
+    first = Replica(f"scale-{tag}a", service, out_dir)
+    service.set_backends([first.webhook])
+    wait_until(f"replica {first.identity} leads", 60, first.leads)
+    second = Replica(f"scale-{tag}b", service, out_dir)
+    service.set_backends([first.webhook, second.webhook])
+    wait_until("the service's former HAProxy gone", 10, lambda: service.running() == 1, every=0.1)
+    return [first, second]
+
+
+def remove_pair(replicas, service):
+    """Stop the replicas and take away what they registered (the webhook configurations, the
+    Lease), so that the next phase without wlmap has no webhook to call."""
+    for r in replicas:
+        r.stop()
+    service.set_backends([])
+    kubectl("delete", "mutatingwebhookconfiguration,validatingwebhookconfiguration", "wlmap",
+            "--ignore-not-found")
+    kubectl("delete", "lease", "-n", CONTROLLER_NS, LEASE, "--ignore-not-found")
+
+
+# Student's t at 97.5 % for 1..10 degrees of freedom: the 95 % interval of a mean of few rounds.
+T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228)
+
+
+def paired_rounds(n, out_dir, rounds, say):
+    """WLMAP_SCALE_ROUNDS=R: R rounds of a `declared` and a `with` phase, in turns of order
+    (declared then with, with then declared, ...: a drift of the machine over the run weighs
+    on both alike), each pair's ratio of bind times, and their mean and spread. One run per
+    size cannot tell wlmap's cost from the machine's drift between phases; this can."""
+    service = Service(out_dir)
+    bound_timeout = max(600, n * 3)
+    rows, stuck = [], False
+    for r in range(rounds):
+        order = ("declared", "with") if r % 2 == 0 else ("with", "declared")
+        got = {}
+        for kind in order:
+            name = f"{kind}-{r + 1}"
+            if kind == "declared":
+                ph = run_phase(name, n, out_dir, bound_timeout, prepare=lambda ns: declare_gangs(ns, n))
+                ph.extra_cpu, ph.check = 0.0, declared_audit(ph.ns)
+                ph.delete()
+                kubectl("delete", "mutatingadmissionpolicybinding,mutatingadmissionpolicy", POLICY)
+            else:
+                replicas = start_pair(service, out_dir, f"{r + 1}")
+                extra = lambda: sum(proc_cpu(x.proc.pid) for x in replicas) + service.cpu()
+                cpu0 = extra()
+                ph = run_phase(name, n, out_dir, bound_timeout, replicas)
+                ph.extra_cpu, ph.check = extra() - cpu0, audit(ph.ns)
+                remove_pair(replicas, service)
+                ph.delete()
+            stuck = stuck or bool(ph.stuck)
+            got[kind] = ph
+        rows.append((order, got["declared"], got["with"]))
+        d, w = got["declared"], got["with"]
+        log(f"round {r + 1}: with / declared ×{(w.t_bound - w.t0) / (d.t_bound - d.t0):.3f}")
+    service.stop()
+
+    bound = lambda ph: ph.t_bound - ph.t0
+    cluster_cpu = lambda ph: sum(ph.cpu.values()) + ph.extra_cpu
+    ratios = [bound(w) / bound(d) for _, d, w in rows]
+    say(f"## Paired rounds: {n} workloads, {n * PODS_PER_WORKLOAD} pods, {max(2, n // 10)} KWOK nodes "
+        f"of {GPUS_PER_NODE} GPUs; {rounds} rounds of the same gangs declared without wlmap and "
+        "with wlmap (2 replicas)")
+    say()
+    say("| round | order | declared: created / every pod bound (s) | with: created / every pod bound (s) "
+        "| with / declared, bound | with / declared, cluster CPU |")
+    say("|---|---|---|---|---|---|")
+    for i, (order, d, w) in enumerate(rows):
+        say(f"| {i + 1} | {', '.join(order)} | {d.t_created - d.t0:.1f} / {bound_text(d)} "
+            f"| {w.t_created - w.t0:.1f} / {bound_text(w)} | ×{ratios[i]:.3f} "
+            f"| ×{cluster_cpu(w) / cluster_cpu(d):.3f} |")
+    say()
+    mean = sum(ratios) / len(ratios)
+    ranked = sorted(ratios)
+    median = (ranked[(len(ranked) - 1) // 2] + ranked[len(ranked) // 2]) / 2
+    line = (f"- Bound, with / declared: mean ×{mean:.3f}, median ×{median:.3f}, "
+            f"range ×{min(ratios):.3f}–×{max(ratios):.3f}")
+    if len(ratios) > 1:
+        sd = (sum((x - mean) ** 2 for x in ratios) / (len(ratios) - 1)) ** 0.5
+        half = T975[min(len(ratios), len(T975) + 1) - 2] * sd / len(ratios) ** 0.5
+        line += (f", standard deviation {sd:.3f}, 95 % interval of the mean ×{mean - half:.3f}–"
+                 f"×{mean + half:.3f} (Student's t, {len(ratios) - 1} degrees of freedom)")
+    pooled = sum(bound(w) for _, _, w in rows) / sum(bound(d) for _, d, _ in rows)
+    say(line + f"; all rounds pooled ×{pooled:.3f}")
+    cpu = sum(cluster_cpu(w) for _, _, w in rows) / sum(cluster_cpu(d) for _, d, _ in rows)
+    say(f"- Cluster CPU (etcd, API server, controller manager, scheduler, KWOK; with: and the "
+        f"replicas and HAProxy), all rounds pooled: with / declared ×{cpu:.3f}")
+    total = lambda phases, f: sum(f(ph.check) for ph in phases)
+    withs, decls = [w for _, _, w in rows], [d for _, d, _ in rows]
+    say(f"- Audits, all rounds: declared {total(decls, lambda c: len(c['ungrouped']))} of "
+        f"{total(decls, lambda c: c['pods'])} pods outside their PodGroup; with "
+        f"{total(withs, lambda c: len(c['ungrouped']))} of {total(withs, lambda c: c['pods'])} pods "
+        f"not in their group, PodGroups duplicate {total(withs, lambda c: c['duplicates'])}, orphaned "
+        f"{total(withs, lambda c: len(c['orphans']))}, missing {total(withs, lambda c: c['missing_groups'])}; "
+        f"creations refused mentioning wlmap (events) {total(withs, lambda c: c['refused_events'])}")
+    say()
+    say("CPU of each phase by component (s):")
+    say()
+    comps = sorted({c for _, d, w in rows for c in (*d.cpu, *w.cpu)})
+    say("| phase | " + " | ".join(comps) + " | replicas and HAProxy | bound (s) |")
+    say("|---|" + "---|" * (len(comps) + 2))
+    for order, d, w in rows:
+        for ph in ((d, w) if order[0] == "declared" else (w, d)):
+            say(f"| {ph.name} | " + " | ".join(f"{ph.cpu.get(c, 0):.1f}" for c in comps)
+                + f" | {ph.extra_cpu:.1f} | {bound(ph):.1f} |")
+    return stuck
+
+
 def main():
     n, out_dir = int(sys.argv[1]), sys.argv[2]
     os.makedirs(out_dir, exist_ok=True)
@@ -759,6 +874,12 @@ def main():
     add_nodes(nodes)
     log(f"{nodes} nodes Ready in {time.time() - t:.1f} s")
     bound_timeout = max(600, n * 3)
+    rounds = int(os.environ.get("WLMAP_SCALE_ROUNDS", "0"))
+    if rounds:
+        stuck = paired_rounds(n, out_dir, rounds, say)
+        with open(os.path.join(out_dir, "report.md"), "w") as f:
+            f.write("\n".join(report) + "\n")
+        sys.exit(1 if stuck else 0)
 
     # ---- without wlmap
     plain = run_phase("without", n, out_dir, bound_timeout)
@@ -773,12 +894,7 @@ def main():
 
     # ---- with wlmap: two replicas behind one address
     service = Service(out_dir)
-    replicas = [Replica("scale-a", service, out_dir)]
-    service.set_backends([r.webhook for r in replicas])
-    wait_until("replica scale-a leads", 60, replicas[0].leads)
-    replicas.append(Replica("scale-b", service, out_dir))
-    service.set_backends([r.webhook for r in replicas])
-    wait_until("the service's former HAProxy gone", 10, lambda: service.running() == 1, every=0.1)
+    replicas = start_pair(service, out_dir)
     ctl0 = {r.identity: (proc_cpu(r.proc.pid), r.metrics()) for r in replicas}
     service0 = service.cpu()
     # WLMAP_SCALE_PERF=1: a flat `perf record` of each replica through the phase

@@ -96,6 +96,17 @@ fn client_config(endpoint: &Endpoint, path: &str, ca_pem: &str) -> Value {
     }
 }
 
+/// The name of the pod webhook's one match condition ([`POD_CONDITION`]).
+pub const POD_CONDITION_NAME: &str = "has-an-owner";
+
+/// The pod webhook's match condition (CEL, evaluated by the API server): only pods that name
+/// an owner are sent to it. The webhook places a pod by walking its controller owners (or
+/// its only owner) up to a workload, so a pod without any (made by hand, or by a tool that
+/// sets no owner reference) is always let through unchanged; the condition spares such pods
+/// the call, and the chance of the webhook's failing open with them.
+pub const POD_CONDITION: &str =
+    "has(object.metadata.ownerReferences) && size(object.metadata.ownerReferences) > 0";
+
 /// The MutatingWebhookConfiguration for pods, with this CA's bundle (server-side apply: the
 /// same content from every replica, so they never fight).
 ///
@@ -106,6 +117,7 @@ fn client_config(endpoint: &Endpoint, path: &str, ca_pem: &str) -> Value {
 /// assert_eq!(w["failurePolicy"], "Ignore");
 /// assert_eq!(w["rules"][0]["operations"][0], "CREATE");
 /// assert_eq!(w["clientConfig"]["url"], "https://127.0.0.1:9443/mutate-pods");
+/// assert_eq!(w["matchConditions"][0]["name"], "has-an-owner");
 /// ```
 pub fn webhook_config(name: &str, endpoint: &Endpoint, own_namespace: &str, ca_pem: &str) -> Value {
     let hook = json!({
@@ -115,7 +127,8 @@ pub fn webhook_config(name: &str, endpoint: &Endpoint, own_namespace: &str, ca_p
             "resources": ["pods"], "scope": "Namespaced"}],
         // The control plane's pods and the controller's own are never held up by it.
         "namespaceSelector": {"matchExpressions": [{"key": "kubernetes.io/metadata.name",
-            "operator": "NotIn", "values": ["kube-system", own_namespace]}]}
+            "operator": "NotIn", "values": ["kube-system", own_namespace]}]},
+        "matchConditions": [{"name": POD_CONDITION_NAME, "expression": POD_CONDITION}]
     });
     let client = client_config(endpoint, crate::serve::MUTATE_PODS, ca_pem);
     configuration("MutatingWebhookConfiguration", name, client, hook)

@@ -170,6 +170,29 @@ fn the_chart_lints_renders_and_refuses_bad_values() {
         "wlmap-system/wlmap-webhook"
     );
     assert!(cm.iter().any(|d| d["kind"] == "Certificate"));
+    // The chart's webhooks are those the controller keeps itself, but for how they are
+    // reached: the same rules, selectors, match conditions and failure policy.
+    let endpoint = wlmap_controller::Endpoint::Service {
+        namespace: "wlmap-system".into(),
+        name: "wlmap-webhook".into(),
+        port: 443,
+    };
+    use wlmap_controller::registration::{karta_webhook_config, webhook_config};
+    for own in [
+        webhook_config("wlmap", &endpoint, "wlmap-system", "PEM"),
+        karta_webhook_config("wlmap", &endpoint, "PEM"),
+    ] {
+        let chart = cm
+            .iter()
+            .find(|d| d["kind"] == own["kind"])
+            .unwrap_or_else(|| panic!("the chart's {}", own["kind"]));
+        let hooks = |c: &Value| {
+            let mut h = c["webhooks"][0].clone();
+            h.as_object_mut().expect("a webhook").remove("clientConfig");
+            h
+        };
+        assert_eq!(hooks(chart), hooks(&own), "{}", own["kind"]);
+    }
     // The values schema refuses what the controller would not accept.
     // The hierarchical form writes three kinds, and may write no more.
     let composite = render("wlmap-system", &["scheduler=native-composite"]);

@@ -261,6 +261,34 @@ fn a_jobset_is_ganged_as_one_workload() {
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(5), "{stderr}");
     assert!(stderr.contains("field is immutable"), "{stderr}");
+    // A pod without an owner is not even sent to the webhook (its match condition): the
+    // API server answers alone, and the webhook counts no review of it.
+    let reviews = |ctl: &Controller| {
+        [
+            "grouped",
+            "already_grouped",
+            "no_gang",
+            "unplaced",
+            "not_a_pod",
+        ]
+        .iter()
+        .map(|r| {
+            ctl.metric(&format!(
+                r#"wlmap_admission_requests_total{{result="{r}"}}"#
+            ))
+        })
+        .sum::<f64>()
+    };
+    let before = reviews(&ctl);
+    let bare = json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "by-hand", "namespace": ns},
+        "spec": {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]}});
+    tb.kubectl(&["create", "-f", "-"], Some(&bare.to_string()));
+    assert_eq!(
+        reviews(&ctl),
+        before,
+        "a pod without an owner is not reviewed"
+    );
 }
 
 /// The webhook fetches an owner its inventory has not seen: with every JobSet watch of the
