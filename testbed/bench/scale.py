@@ -33,6 +33,7 @@ WLMAP_SCALE_ROUNDS=R runs instead R rounds of a `declared` and a `with` phase, i
 order (declared first, then with first, ...), and reports each round's ratio of bind times,
 their mean, spread and 95 % interval, and the cluster's CPU with / declared: on a machine whose
 pace drifts by more than 5 % between phases, one pair cannot tell wlmap's cost from the drift.
+WLMAP_SCALE_PIN=1 puts the cluster on the first CPU and wlmap on the second (PIN below).
 
 Times are taken from watches (`kubectl get --watch`, each line stamped as it arrives); the
 report goes to stdout and OUT_DIR/report.md, the raw streams stay in OUT_DIR.
@@ -72,6 +73,11 @@ POD_LABELS = (("JobSet", "jobset.sigs.k8s.io/jobset-name"),
               ("RayCluster", "ray.io/cluster"),
               ("PyTorchJob", "training.kubeflow.org/job-name"),
               ("Job", "batch.kubernetes.io/job-name"))
+# WLMAP_SCALE_PIN=1: the cluster (the testbed's processes, this script and its kubectl) on the
+# first CPU, wlmap's replicas and the Service on the second, as a cluster runs the controller
+# on a node of its own: its CPU is then not taken from the control plane's.
+PIN = os.environ.get("WLMAP_SCALE_PIN") == "1"
+ON_ITS_OWN_CPU = ["taskset", "-c", "1"] if PIN else []
 # A lease of 15 s renewed every 5 s: the controller's defaults, as the chart runs it.
 LEASE = "wlmap-controller"
 CONTROLLER_NS = "wlmap-system"
@@ -492,7 +498,7 @@ class Service:
                     f"frontend webhook\n  bind 127.0.0.1:{self.port}\n  default_backend replicas\n"
                     f"backend replicas\n  balance roundrobin\n{servers}")
         old = [str(p.pid) for p in self.procs if p.poll() is None]
-        self.procs.append(subprocess.Popen([HAPROXY, "-db", "-q", "-f", self.config]
+        self.procs.append(subprocess.Popen([*ON_ITS_OWN_CPU, HAPROXY, "-db", "-q", "-f", self.config]
                                            + (["-sf", *old] if old else []),
                                            stdout=subprocess.DEVNULL,
                                            stderr=subprocess.DEVNULL))
@@ -519,7 +525,7 @@ class Replica:
         self.webhook, self.probes = free_port(), free_port()
         self.log = open(os.path.join(out_dir, f"controller-{identity}.log"), "w")
         self.proc = subprocess.Popen(
-            [WLMAP, "--kubeconfig", KUBECONFIG, "controller", "-n", CONTROLLER_NS,
+            [*ON_ITS_OWN_CPU, WLMAP, "--kubeconfig", KUBECONFIG, "controller", "-n", CONTROLLER_NS,
              "--identity", identity,
              "--webhook-address", f"127.0.0.1:{self.webhook}",
              "--probe-address", f"127.0.0.1:{self.probes}",
@@ -725,6 +731,18 @@ def component_cpu():
     return out
 
 
+def pin_cluster():
+    """WLMAP_SCALE_PIN=1: every testbed process (each of its threads) and this script, with
+    the kubectl it starts, on the first CPU."""
+    os.sched_setaffinity(0, {0})
+    pids = os.path.join(TESTBED_DIR, "pids")
+    for name in sorted(os.listdir(pids)):
+        with open(os.path.join(pids, name)) as f:
+            pid = f.read().strip()
+        subprocess.run(["taskset", "-a", "-p", "-c", "0", pid], check=True, capture_output=True)
+    log(f"the cluster's {len(os.listdir(pids))} processes on CPU 0, wlmap's on CPU 1")
+
+
 def cpu_delta(before, after):
     return {k: after[k] - before[k] for k in after if k in before}
 
@@ -869,6 +887,8 @@ def main():
         print(line, flush=True)
         report.append(line)
 
+    if PIN:
+        pin_cluster()
     kubectl("create", "namespace", CONTROLLER_NS)
     t = time.time()
     add_nodes(nodes)
