@@ -44,6 +44,7 @@ import re
 import shutil
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import threading
@@ -767,6 +768,17 @@ def fmt_ms(s):
     return f"{s * 1000:.1f}"
 
 
+def declared_phase(name, n, out_dir, bound_timeout):
+    """The gangs declared without wlmap: the phase, its audit (`.check`), then its namespace
+    and the admission policy removed."""
+    ph = run_phase(name, n, out_dir, bound_timeout, prepare=lambda ns: declare_gangs(ns, n))
+    ph.check = declared_audit(ph.ns)
+    log(f"{name}: {len(ph.check['ungrouped'])} of {ph.check['pods']} pods outside their PodGroup")
+    ph.delete()
+    kubectl("delete", "mutatingadmissionpolicybinding,mutatingadmissionpolicy", POLICY)
+    return ph
+
+
 def start_pair(service, out_dir, tag=""):
     """Two replicas behind the Service, the first one leading (as a rollout leaves them)."""
     first = Replica(f"scale-{tag}a", service, out_dir)
@@ -797,7 +809,7 @@ def paired_rounds(n, out_dir, rounds, say):
     """WLMAP_SCALE_ROUNDS=R: R rounds of a `declared` and a `with` phase, in turns of order
     (declared then with, with then declared, ...: a drift of the machine over the run weighs
     on both alike), each pair's ratio of bind times, and their mean and spread. One run per
-    size cannot tell wlmap's cost from the machine's drift between phases; this can."""
+    size cannot tell wlmap's cost from the machine's drift between phases; rounds show both."""
     service = Service(out_dir)
     bound_timeout = max(600, n * 3)
     rows, stuck = [], False
@@ -807,10 +819,8 @@ def paired_rounds(n, out_dir, rounds, say):
         for kind in order:
             name = f"{kind}-{r + 1}"
             if kind == "declared":
-                ph = run_phase(name, n, out_dir, bound_timeout, prepare=lambda ns: declare_gangs(ns, n))
-                ph.extra_cpu, ph.check = 0.0, declared_audit(ph.ns)
-                ph.delete()
-                kubectl("delete", "mutatingadmissionpolicybinding,mutatingadmissionpolicy", POLICY)
+                ph = declared_phase(name, n, out_dir, bound_timeout)
+                ph.extra_cpu = 0.0
             else:
                 replicas = start_pair(service, out_dir, f"{r + 1}")
                 extra = lambda: sum(proc_cpu(x.proc.pid) for x in replicas) + service.cpu()
@@ -841,13 +851,11 @@ def paired_rounds(n, out_dir, rounds, say):
             f"| {w.t_created - w.t0:.1f} / {bound_text(w)} | ×{ratios[i]:.3f} "
             f"| ×{cluster_cpu(w) / cluster_cpu(d):.3f} |")
     say()
-    mean = sum(ratios) / len(ratios)
-    ranked = sorted(ratios)
-    median = (ranked[(len(ranked) - 1) // 2] + ranked[len(ranked) // 2]) / 2
+    mean, median = statistics.mean(ratios), statistics.median(ratios)
     line = (f"- Bound, with / declared: mean ×{mean:.3f}, median ×{median:.3f}, "
             f"range ×{min(ratios):.3f}–×{max(ratios):.3f}")
     if len(ratios) > 1:
-        sd = (sum((x - mean) ** 2 for x in ratios) / (len(ratios) - 1)) ** 0.5
+        sd = statistics.stdev(ratios)
         half = T975[min(len(ratios), len(T975) + 1) - 2] * sd / len(ratios) ** 0.5
         line += (f", standard deviation {sd:.3f}, 95 % interval of the mean ×{mean - half:.3f}–"
                  f"×{mean + half:.3f} (Student's t, {len(ratios) - 1} degrees of freedom)")
@@ -906,11 +914,7 @@ def main():
     plain.delete()
 
     # ---- the same gangs declared without wlmap (PodGroups made before, a policy in the API server)
-    declared = run_phase("declared", n, out_dir, bound_timeout, prepare=lambda ns: declare_gangs(ns, n))
-    declared_check = declared_audit(declared.ns)
-    log(f"declared: {len(declared_check['ungrouped'])} of {declared_check['pods']} pods outside their PodGroup")
-    declared.delete()
-    kubectl("delete", "mutatingadmissionpolicybinding,mutatingadmissionpolicy", POLICY)
+    declared = declared_phase("declared", n, out_dir, bound_timeout)
 
     # ---- with wlmap: two replicas behind one address
     service = Service(out_dir)
@@ -1062,7 +1066,7 @@ def main():
     say(f"- Creation to PodGroups: p50 {fmt_ms(pct(lat, 0.5))} ms, p99 {fmt_ms(pct(lat, 0.99))} ms "
         f"({len(lat)} workloads)")
     same = "the same" if wlmap_layout == declared_layout() else f"DIFFERENT: wlmap wrote {wlmap_layout}"
-    say(f"- Gangs declared without wlmap: {len(declared_check['ungrouped'])} of {declared_check['pods']} pods "
+    say(f"- Gangs declared without wlmap: {len(declared.check['ungrouped'])} of {declared.check['pods']} pods "
         f"outside their PodGroup; PodGroup minimums per workload of each kind {declared_layout()}, "
         f"as wlmap wrote them: {same}")
     say(f"- Audit after the phase: {audit_line(with_audit)}; pod creations refused by a wlmap "
