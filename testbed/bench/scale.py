@@ -33,6 +33,8 @@ WLMAP_SCALE_ROUNDS=R runs instead R rounds of a `declared` and a `with` phase, i
 order (declared first, then with first, ...), and reports each round's ratio of bind times,
 their mean, spread and 95 % interval, and the cluster's CPU with / declared: on a machine whose
 pace drifts by more than 5 % between phases, one pair cannot tell wlmap's cost from the drift.
+WLMAP_SCALE_FAULTS=R runs instead R `faults` phases one after another, each reported alone:
+a pod let through without its group is rare, and one run cannot show how rare.
 WLMAP_SCALE_PIN=1 puts the cluster on the first CPU and wlmap on the second (PIN below).
 
 Times are taken from watches (`kubectl get --watch`, each line stamped as it arrives); the
@@ -432,12 +434,15 @@ def webhook_buckets(text):
 
 
 def wlmap_refusals(text):
-    """Requests a wlmap webhook refused, and those it let through failing open."""
+    """Requests a wlmap webhook refused; pods let through the first pod webhook failing open
+    (its call made again by the second); and those let through the second too."""
     rejected = sum(v for l, v in scrape(text, "apiserver_admission_webhook_rejection_count")
                    if "wlmap" in l.get("name", ""))
-    open_ = sum(v for l, v in scrape(text, "apiserver_admission_webhook_fail_open_count")
-                if "wlmap" in l.get("name", ""))
-    return rejected, open_
+
+    def failed_open(name):
+        return sum(v for l, v in scrape(text, "apiserver_admission_webhook_fail_open_count")
+                   if l.get("name") == name)
+    return rejected, failed_open("pods.wlmap.run.ai"), failed_open("again.pods.wlmap.run.ai")
 
 
 def proc_cpu(pid):
@@ -885,6 +890,112 @@ def paired_rounds(n, out_dir, rounds, say):
     return stuck
 
 
+def faults_phase(name, n, out_dir, bound_timeout, service, replicas):
+    """The burst while the leader is killed (SIGKILL) at a quarter and at three quarters of the
+    workloads, a new replica started in its place 3 s later (appended to `replicas`), and the
+    API server restarted at half; then what the cluster holds."""
+    events, takeover = [], {}
+    counted = [0.0, 0.0, 0.0]  # wlmap_refusals: what the API server counted before its restart
+
+    def elected(killed, t):
+        def watch():
+            while time.time() - t < 120:
+                if any(r.alive() and r.leads() for r in replicas):
+                    takeover[killed] = time.time() - t
+                    return
+                time.sleep(0.2)
+        threading.Thread(target=watch, daemon=True).start()
+
+    def fault(f):
+        if f in (0.25, 0.75):
+            leader = next((r for r in replicas if r.alive() and r.leads()), None)
+            if leader is None:
+                log("faults: no replica leads at the moment of the kill")
+                return
+            t = time.time()
+            leader.kill()
+            log(f"faults: killed the leader {leader.identity}")
+            events.append(("kill", t, leader.identity))
+            elected(leader.identity, t)
+            time.sleep(3)
+            fresh = Replica(f"scale-{chr(ord('a') + len(replicas))}", service, out_dir)
+            replicas.append(fresh)
+            service.set_backends([r.webhook for r in replicas if r.alive()])
+        else:
+            now = wlmap_refusals(apiserver_metrics())
+            for i, (a, b) in enumerate(zip(now, start)):
+                counted[i] += a - b
+            t = time.time()
+            subprocess.run([os.environ["WLMAP_TESTBED_RESTART_APISERVER"], TESTBED_DIR, "2"],
+                           check=True, capture_output=True)
+            log("faults: restarted the API server")
+            events.append(("restart", t, "kube-apiserver"))
+
+    faults = Phase(name, n, out_dir)
+    start = wlmap_refusals(apiserver_metrics())
+    faults.create(fault)
+    faults.wait_bound(bound_timeout, replicas)
+    if not faults.stuck:
+        wait_until("every workload's PodGroups after the faults", 300,
+                   lambda: len(faults.gang_latency()[0]) >= n, every=1)
+    time.sleep(10)  # the leader's last writes settle before the cluster is read
+    faults.audit = audit(faults.ns)
+    faults.latency, seen = faults.gang_latency()
+    # The API server's counters restart with it: what it counted before, and since.
+    faults.refusals = [a + b for a, b in zip(counted, wlmap_refusals(apiserver_metrics()))]
+    faults.takeovers = []
+    for kind, t, who in events:
+        if kind != "kill":
+            continue
+        before = [w for w, c in faults.created.items() if c <= t]
+        caught = max((seen.get(w, float("inf")) for w in before), default=t) - t
+        faults.takeovers.append((who, takeover.get(who, float("nan")), max(caught, 0.0),
+                                 len(before)))
+    return faults
+
+
+def fault_lines(faults, say):
+    """The report's lines on one faults phase."""
+    latency = faults.latency
+    say(f"- Every pod bound {bound_text(faults)} s after the first creation; "
+        f"creation to PodGroups p50 {fmt_ms(pct(latency, 0.5))} ms, p99 {fmt_ms(pct(latency, 0.99))} ms")
+    say(f"- Audit: {audit_line(faults.audit)}")
+    refused, fail_open, fail_open_again = faults.refusals
+    say(f"- Pod creations refused by a wlmap webhook: {refused:.0f}; let through failing open: "
+        f"the first call {fail_open:.0f}, the second too {fail_open_again:.0f} (the API "
+        f"server's counters, before and after its restart)")
+    for who, elected_s, caught, before in faults.takeovers:
+        say(f"- Leader {who} killed: a new leader {elected_s:.1f} s later; the {before} workloads "
+            f"created before the kill had all their PodGroups {caught:.1f} s after it")
+
+
+def repeated_faults(n, out_dir, runs, say):
+    """WLMAP_SCALE_FAULTS=R: R faults phases one after another (two replicas, then those
+    started in place of the killed ones), each in a namespace of its own: a pod let through
+    without its group is rare (a call broken by the kill, and its second call too), so one
+    run cannot show how rare."""
+    service = Service(out_dir)
+    replicas = start_pair(service, out_dir)
+    bound_timeout = max(600, n * 3)
+    say(f"## Faults, {runs} runs: {n} workloads, {n * PODS_PER_WORKLOAD} pods each; the leader "
+        "killed at 1/4 and 3/4 of the workloads, the API server restarted at 1/2")
+    stuck = False
+    for r in range(runs):
+        faults = faults_phase(f"faults-{r + 1}", n, out_dir, bound_timeout, service, replicas)
+        say()
+        say(f"### Run {r + 1}")
+        say()
+        fault_lines(faults, say)
+        stuck = stuck or bool(faults.stuck)
+        faults.delete()
+        # Two replicas go on to the next run: the survivors, the killed ones' processes gone.
+        replicas[:] = [x for x in replicas if x.alive()]
+    for x in replicas:
+        x.stop()
+    service.stop()
+    return stuck
+
+
 def main():
     n, out_dir = int(sys.argv[1]), sys.argv[2]
     os.makedirs(out_dir, exist_ok=True)
@@ -903,8 +1014,12 @@ def main():
     log(f"{nodes} nodes Ready in {time.time() - t:.1f} s")
     bound_timeout = max(600, n * 3)
     rounds = int(os.environ.get("WLMAP_SCALE_ROUNDS", "0"))
-    if rounds:
-        stuck = paired_rounds(n, out_dir, rounds, say)
+    fault_runs = int(os.environ.get("WLMAP_SCALE_FAULTS", "0"))
+    if rounds or fault_runs:
+        if rounds:
+            stuck = paired_rounds(n, out_dir, rounds, say)
+        else:
+            stuck = repeated_faults(n, out_dir, fault_runs, say)
         with open(os.path.join(out_dir, "report.md"), "w") as f:
             f.write("\n".join(report) + "\n")
         sys.exit(1 if stuck else 0)
@@ -961,62 +1076,7 @@ def main():
     with_.delete()
 
     # ---- faults: the leader killed twice, the API server restarted once, mid-burst
-    events, takeover = [], {}
-    counted = [0.0, 0.0]  # refused, failed open: what the API server counted before its restart
-
-    def elected(killed, t):
-        def watch():
-            while time.time() - t < 120:
-                if any(r.alive() and r.leads() for r in replicas):
-                    takeover[killed] = time.time() - t
-                    return
-                time.sleep(0.2)
-        threading.Thread(target=watch, daemon=True).start()
-
-    def fault(f):
-        if f in (0.25, 0.75):
-            leader = next((r for r in replicas if r.alive() and r.leads()), None)
-            if leader is None:
-                log("faults: no replica leads at the moment of the kill")
-                return
-            t = time.time()
-            leader.kill()
-            log(f"faults: killed the leader {leader.identity}")
-            events.append(("kill", t, leader.identity))
-            elected(leader.identity, t)
-            time.sleep(3)
-            fresh = Replica(f"scale-{chr(ord('a') + len(replicas))}", service, out_dir)
-            replicas.append(fresh)
-            service.set_backends([r.webhook for r in replicas if r.alive()])
-        else:
-            now = wlmap_refusals(apiserver_metrics())
-            counted[0] += now[0] - start[0]
-            counted[1] += now[1] - start[1]
-            t = time.time()
-            subprocess.run([os.environ["WLMAP_TESTBED_RESTART_APISERVER"], TESTBED_DIR, "2"],
-                           check=True, capture_output=True)
-            log("faults: restarted the API server")
-            events.append(("restart", t, "kube-apiserver"))
-
-    faults = Phase("faults", n, out_dir)
-    start = wlmap_refusals(apiserver_metrics())
-    faults.create(fault)
-    faults.wait_bound(bound_timeout, replicas)
-    if not faults.stuck:
-        wait_until("every workload's PodGroups after the faults", 300,
-                   lambda: len(faults.gang_latency()[0]) >= n, every=1)
-    time.sleep(10)  # the leader's last writes settle before the cluster is read
-    fault_audit = audit(faults.ns)
-    latency, seen = faults.gang_latency()
-    # The API server's counters restart with it: what it counted before, and since.
-    refused, fail_open = [a + b for a, b in zip(counted, wlmap_refusals(apiserver_metrics()))]
-    takeovers = []
-    for kind, t, who in events:
-        if kind != "kill":
-            continue
-        before = [w for w, c in faults.created.items() if c <= t]
-        caught = max((seen.get(w, float("inf")) for w in before), default=t) - t
-        takeovers.append((who, takeover.get(who, float("nan")), max(caught, 0.0), len(before)))
+    faults = faults_phase("faults", n, out_dir, bound_timeout, service, replicas)
     for r in replicas:
         r.stop()
     service.stop()
@@ -1070,23 +1130,12 @@ def main():
         f"outside their PodGroup; PodGroup minimums per workload of each kind {declared_layout()}, "
         f"as wlmap wrote them: {same}")
     say(f"- Audit after the phase: {audit_line(with_audit)}; pod creations refused by a wlmap "
-        f"webhook {with_.refusals[0]:.0f}, let through failing open {with_.refusals[1]:.0f}")
+        f"webhook {with_.refusals[0]:.0f}, let through failing open: the first call "
+        f"{with_.refusals[1]:.0f}, the second too {with_.refusals[2]:.0f}")
     say()
     say("### Faults (leader killed at 1/4 and 3/4 of the workloads, API server restarted at 1/2)")
     say()
-    say(f"- Every pod bound {bound_text(faults)} s after the first creation; "
-        f"creation to PodGroups p50 {fmt_ms(pct(latency, 0.5))} ms, p99 {fmt_ms(pct(latency, 0.99))} ms")
-    say(f"- Audit: {audit_line(fault_audit)}")
-    for ph in (plain, declared, with_, faults):
-        for key, w in (ph.stuck or {}).items():
-            say(f"- NOT BOUND in `{ph.name}` after {bound_timeout} s: {key}, {w['pods']} pods naming "
-                f"{w['groups_named']} (PodGroup exists: {w['groups_exist']}); held by replicas "
-                f"{w['held_by'] or 'none'}")
-    say(f"- Pod creations refused by a wlmap webhook: {refused:.0f}; let through failing open: "
-        f"{fail_open:.0f} (the API server's counters, before and after its restart)")
-    for who, elected_s, caught, before in takeovers:
-        say(f"- Leader {who} killed: a new leader {elected_s:.1f} s later; the {before} workloads "
-            f"created before the kill had all their PodGroups {caught:.1f} s after it")
+    fault_lines(faults, say)
     say()
     say("### Beside kube-state-metrics on the loaded cluster (the `with` phase's objects)")
     say()

@@ -11,6 +11,7 @@ use kube::discovery::ApiResource;
 use serde_json::{Value, json};
 use std::path::PathBuf;
 use std::sync::Arc;
+use wlmap_engine::SchedulerFormat;
 
 /// The webhook's TLS configuration; with self-managed certificates, also the CA Secret and
 /// the webhook configuration carrying its bundle.
@@ -96,42 +97,80 @@ fn client_config(endpoint: &Endpoint, path: &str, ca_pem: &str) -> Value {
     }
 }
 
-/// The name of the pod webhook's one match condition ([`POD_CONDITION`]).
+/// The name of the pod webhooks' first match condition ([`POD_CONDITION`]).
 pub const POD_CONDITION_NAME: &str = "has-an-owner";
 
-/// The pod webhook's match condition (CEL, evaluated by the API server): only pods that name
-/// an owner are sent to it. The webhook places a pod by walking its controller owners (or
+/// The pod webhooks' match condition (CEL, evaluated by the API server): only pods that name
+/// an owner are sent to them. The webhook places a pod by walking its controller owners (or
 /// its only owner) up to a workload, so a pod without any (made by hand, or by a tool that
 /// sets no owner reference) is always let through unchanged; the condition spares such pods
 /// the call, and the chance of the webhook's failing open with them.
 pub const POD_CONDITION: &str =
     "has(object.metadata.ownerReferences) && size(object.metadata.ownerReferences) > 0";
 
+/// The name of the second pod webhook's own match condition: the pod does not name its group
+/// yet, in the scheduler's format.
+pub const NOT_GROUPED_CONDITION_NAME: &str = "not-yet-grouped";
+
+/// The name of the pod webhook ([`webhook_config`]).
+pub const POD_WEBHOOK: &str = "pods.wlmap.run.ai";
+
+/// The name of the pod webhook's second call ([`webhook_config`]).
+pub const POD_WEBHOOK_AGAIN: &str = "again.pods.wlmap.run.ai";
+
 /// The MutatingWebhookConfiguration for pods, with this CA's bundle (server-side apply: the
 /// same content from every replica, so they never fight).
 ///
+/// It holds the pod webhook twice. Both fail open, so a call that breaks (the replica that
+/// took it killed, its connection reset) would let a gang's pod be created outside its group,
+/// for good: the group a pod names cannot change after its creation. The API server calls a
+/// configuration's webhooks in order, each on the pod as the ones before left it, and never
+/// retries a call; the second webhook is that retry: its match condition sends it only the
+/// pods that do not name their group in `format` after the first (the first call failed, or
+/// found no gang for the pod), and its call goes out anew, to a replica that is up. A pod the
+/// first call grouped is not sent again; a pod of a workload without gangs is reviewed twice.
+///
 /// ```
+/// use wlmap_engine::SchedulerFormat;
 /// let endpoint = wlmap_controller::Endpoint::Url("https://127.0.0.1:9443".into());
-/// let c = wlmap_controller::registration::webhook_config("wlmap", &endpoint, "wlmap-system", "PEM");
-/// let w = &c["webhooks"][0];
-/// assert_eq!(w["failurePolicy"], "Ignore");
-/// assert_eq!(w["rules"][0]["operations"][0], "CREATE");
-/// assert_eq!(w["clientConfig"]["url"], "https://127.0.0.1:9443/mutate-pods");
-/// assert_eq!(w["matchConditions"][0]["name"], "has-an-owner");
+/// let c = wlmap_controller::registration::webhook_config(
+///     "wlmap", &endpoint, "wlmap-system", "PEM", SchedulerFormat::Native);
+/// let [first, again] = [&c["webhooks"][0], &c["webhooks"][1]];
+/// assert_eq!(first["failurePolicy"], "Ignore");
+/// assert_eq!(first["rules"][0]["operations"][0], "CREATE");
+/// assert_eq!(first["clientConfig"]["url"], "https://127.0.0.1:9443/mutate-pods");
+/// assert_eq!(first["matchConditions"][0]["name"], "has-an-owner");
+/// assert_eq!(again["clientConfig"], first["clientConfig"]);
+/// assert_eq!(again["matchConditions"][1]["expression"], "!(has(object.spec.schedulingGroup))");
 /// ```
-pub fn webhook_config(name: &str, endpoint: &Endpoint, own_namespace: &str, ca_pem: &str) -> Value {
-    let hook = json!({
-        "name": "pods.wlmap.run.ai",
-        "reinvocationPolicy": "Never",
-        "rules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"],
-            "resources": ["pods"], "scope": "Namespaced"}],
-        // The control plane's pods and the controller's own are never held up by it.
-        "namespaceSelector": {"matchExpressions": [{"key": "kubernetes.io/metadata.name",
-            "operator": "NotIn", "values": ["kube-system", own_namespace]}]},
-        "matchConditions": [{"name": POD_CONDITION_NAME, "expression": POD_CONDITION}]
-    });
+pub fn webhook_config(
+    name: &str,
+    endpoint: &Endpoint,
+    own_namespace: &str,
+    ca_pem: &str,
+    format: SchedulerFormat,
+) -> Value {
+    let owned = json!({"name": POD_CONDITION_NAME, "expression": POD_CONDITION});
+    let hook = |name: &str, conditions: Value| {
+        json!({
+            "name": name,
+            "reinvocationPolicy": "Never",
+            "rules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"],
+                "resources": ["pods"], "scope": "Namespaced"}],
+            // The control plane's pods and the controller's own are never held up by it.
+            "namespaceSelector": {"matchExpressions": [{"key": "kubernetes.io/metadata.name",
+                "operator": "NotIn", "values": ["kube-system", own_namespace]}]},
+            "matchConditions": conditions
+        })
+    };
+    let not_grouped = json!({"name": NOT_GROUPED_CONDITION_NAME,
+        "expression": format!("!({})", format.format().grouped_condition())});
+    let hooks = [
+        hook(POD_WEBHOOK, json!([owned])),
+        hook(POD_WEBHOOK_AGAIN, json!([owned, not_grouped])),
+    ];
     let client = client_config(endpoint, crate::serve::MUTATE_PODS, ca_pem);
-    configuration("MutatingWebhookConfiguration", name, client, hook)
+    configuration("MutatingWebhookConfiguration", name, client, hooks)
 }
 
 /// The ValidatingWebhookConfiguration for Kartas (same name, same CA): a Karta that would not
@@ -152,13 +191,18 @@ pub fn karta_webhook_config(name: &str, endpoint: &Endpoint, ca_pem: &str) -> Va
             "operations": ["CREATE", "UPDATE"], "resources": ["kartas"], "scope": "Cluster"}]
     });
     let client = client_config(endpoint, crate::serve::VALIDATE_KARTAS, ca_pem);
-    configuration("ValidatingWebhookConfiguration", name, client, hook)
+    configuration("ValidatingWebhookConfiguration", name, client, [hook])
 }
 
-/// A webhook configuration of `kind` holding one webhook: `hook`'s own fields (name, rules,
-/// ...) and those both of wlmap's share. Both fail open: with the controller away, a pod is
+/// A webhook configuration of `kind` holding `hooks`: each one's own fields (name, rules,
+/// ...) and those all of wlmap's share. All fail open: with the controller away, a pod is
 /// created without a group and a Karta is accepted (its `Valid` condition catches up).
-fn configuration(kind: &str, name: &str, client: Value, mut hook: Value) -> Value {
+fn configuration<const N: usize>(
+    kind: &str,
+    name: &str,
+    client: Value,
+    hooks: [Value; N],
+) -> Value {
     let shared = json!({
         "admissionReviewVersions": ["v1"],
         "sideEffects": "None",
@@ -167,14 +211,20 @@ fn configuration(kind: &str, name: &str, client: Value, mut hook: Value) -> Valu
         "matchPolicy": "Equivalent",
         "clientConfig": client,
     });
-    if let (Some(h), Value::Object(common)) = (hook.as_object_mut(), shared) {
-        h.extend(common);
-    }
+    let webhooks: Vec<Value> = hooks
+        .into_iter()
+        .map(|mut hook| {
+            if let (Some(h), Some(common)) = (hook.as_object_mut(), shared.as_object()) {
+                h.extend(common.clone());
+            }
+            hook
+        })
+        .collect();
     json!({
         "apiVersion": "admissionregistration.k8s.io/v1",
         "kind": kind,
         "metadata": {"name": name, "labels": {"app.kubernetes.io/managed-by": "wlmap"}},
-        "webhooks": [hook]
+        "webhooks": webhooks
     })
 }
 
@@ -185,7 +235,13 @@ async fn keep_webhook_config(shared: &Shared, ca: &Authority) -> Result<(), Erro
         (
             "MutatingWebhookConfiguration",
             "mutatingwebhookconfigurations",
-            webhook_config(&o.webhook_config, &o.endpoint, &o.namespace, &ca.cert_pem),
+            webhook_config(
+                &o.webhook_config,
+                &o.endpoint,
+                &o.namespace,
+                &ca.cert_pem,
+                o.format,
+            ),
         ),
         (
             "ValidatingWebhookConfiguration",

@@ -30,6 +30,8 @@ pub fn http_get(port: u16, path: &str) -> Option<(u16, String)> {
 /// so the tests that follow create pods as if it never ran).
 pub struct Controller {
     child: Child,
+    /// The port its webhooks listen on (127.0.0.1).
+    pub webhook_port: u16,
     probes: u16,
     kubectl: String,
     kubeconfig: String,
@@ -104,6 +106,7 @@ impl Controller {
             .expect("wlmap controller starts");
         let c = Controller {
             child,
+            webhook_port: webhook,
             probes,
             kubectl: tb.kubectl.clone(),
             kubeconfig: tb.kubeconfig.clone(),

@@ -480,6 +480,9 @@ pub fn json(o: &Output) -> Value {
 /// drops: the token exists to prove it never appears in wlmap's output).
 pub struct FaultProxy {
     child: std::process::Child,
+    /// The proxy's own address (`https://127.0.0.1:PORT`; its certificate is the testbed's
+    /// API server's, signed by the testbed's CA).
+    pub url: String,
     /// Kubeconfig pointing at the proxy.
     pub kubeconfig: String,
     /// The token in that kubeconfig.
@@ -491,6 +494,13 @@ pub struct FaultProxy {
 impl FaultProxy {
     /// Start the proxy; `None` when the testbed could not build it.
     pub fn start(tb: &Testbed) -> Option<FaultProxy> {
+        FaultProxy::in_front_of(tb, &tb.server)
+    }
+
+    /// Start the proxy in front of another HTTPS server than the API server (a webhook),
+    /// whose certificate the testbed's CA signed; it presents the testbed's admin
+    /// certificate there, which such a server ignores.
+    pub fn in_front_of(tb: &Testbed, upstream: &str) -> Option<FaultProxy> {
         use std::io::BufRead;
         let bin = std::env::var("WLMAP_TESTBED_FAULTPROXY")
             .ok()
@@ -498,7 +508,7 @@ impl FaultProxy {
         let pki = PathBuf::from(std::env::var("WLMAP_TESTBED_PKI").expect("WLMAP_TESTBED_PKI"));
         let p = |f: &str| pki.join(f).display().to_string();
         let mut child = Command::new(&bin)
-            .args(["-upstream", &tb.server, "-ca", &p("ca.crt")])
+            .args(["-upstream", upstream, "-ca", &p("ca.crt")])
             .args(["-cert", &p("admin.crt"), "-key", &p("admin.key")])
             .args([
                 "-serve-cert",
@@ -528,6 +538,7 @@ impl FaultProxy {
         .expect("write kubeconfig");
         Some(FaultProxy {
             child,
+            url: url.trim().to_string(),
             kubeconfig: kubeconfig.display().to_string(),
             token,
             kubectl: tb.kubectl.clone(),

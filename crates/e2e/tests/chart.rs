@@ -178,20 +178,50 @@ fn the_chart_lints_renders_and_refuses_bad_values() {
         port: 443,
     };
     use wlmap_controller::registration::{karta_webhook_config, webhook_config};
-    for own in [
-        webhook_config("wlmap", &endpoint, "wlmap-system", "PEM"),
-        karta_webhook_config("wlmap", &endpoint, "PEM"),
-    ] {
-        let chart = cm
+    use wlmap_engine::SchedulerFormat;
+    let without_client = |c: &Value| -> Vec<Value> {
+        let hooks = c["webhooks"].as_array().expect("webhooks");
+        hooks
             .iter()
-            .find(|d| d["kind"] == own["kind"])
-            .unwrap_or_else(|| panic!("the chart's {}", own["kind"]));
-        let hooks = |c: &Value| {
-            let mut h = c["webhooks"][0].clone();
-            h.as_object_mut().expect("a webhook").remove("clientConfig");
-            h
-        };
-        assert_eq!(hooks(chart), hooks(&own), "{}", own["kind"]);
+            .map(|h| {
+                let mut h = h.clone();
+                h.as_object_mut().expect("a webhook").remove("clientConfig");
+                h
+            })
+            .collect()
+    };
+    let kind_in = |docs: &[Value], kind: &Value| -> Value {
+        docs.iter()
+            .find(|d| &d["kind"] == kind)
+            .unwrap_or_else(|| panic!("the chart's {kind}"))
+            .clone()
+    };
+    let own = karta_webhook_config("wlmap", &endpoint, "PEM");
+    assert_eq!(
+        without_client(&kind_in(&cm, &own["kind"])),
+        without_client(&own)
+    );
+    // The pod webhooks, for each scheduler the chart takes: the second one's match condition
+    // is the scheduler's own test of a grouped pod.
+    for format in [
+        SchedulerFormat::Native,
+        SchedulerFormat::NativeComposite,
+        SchedulerFormat::Coscheduling,
+        SchedulerFormat::Volcano,
+        SchedulerFormat::Kueue,
+    ] {
+        let name = format.format().name();
+        let chart = render(
+            "wlmap-system",
+            &[
+                "webhook.certManager.enabled=true",
+                &format!("scheduler={name}"),
+            ],
+        );
+        let own = webhook_config("wlmap", &endpoint, "wlmap-system", "PEM", format);
+        let hooks = without_client(&kind_in(&chart, &own["kind"]));
+        assert_eq!(hooks.len(), 2, "{name}");
+        assert_eq!(hooks, without_client(&own), "{name}");
     }
     // The values schema refuses what the controller would not accept.
     // The hierarchical form writes three kinds, and may write no more.

@@ -1,11 +1,11 @@
 //! scheduler-plugins coscheduling: a `scheduling.x-k8s.io/v1alpha1` PodGroup per group; pods
 //! name it in the `scheduling.x-k8s.io/pod-group` label.
 
-use super::{Format, GangKind, Rendered, has_label, object, tag_members};
+use super::{Format, GangKind, PodTag, Rendered, object, tag_members};
 use crate::gang::PodGroup;
 use crate::object::Object;
 use crate::resolve::Workload;
-use serde_json::{Value, json};
+use serde_json::json;
 
 const POD_GROUP: GangKind = GangKind::pod_group("scheduling.x-k8s.io", "v1alpha1");
 
@@ -18,7 +18,7 @@ pub(super) const FORMAT: Format = Format::new(
     "scheduler-plugins coscheduling PodGroup (scheduling.x-k8s.io/v1alpha1), pod label",
     &[POD_GROUP],
     render,
-    already_grouped,
+    PodTag::Label(LABEL),
 );
 
 fn render(groups: &[PodGroup], _: &Workload, o: &Object) -> Rendered {
@@ -33,8 +33,4 @@ fn render(groups: &[PodGroup], _: &Workload, o: &Object) -> Rendered {
         pod_tags: tag_members(groups, |g, p| json!({"pod": p, "labels": {LABEL: g.name}})),
         ..Rendered::default()
     }
-}
-
-fn already_grouped(pod: &Value) -> bool {
-    has_label(pod, LABEL)
 }

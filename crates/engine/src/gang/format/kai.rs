@@ -2,7 +2,7 @@
 //! `subGroups`; pods name their group in the `pod-group-name` annotation and their sub-group
 //! in the `kai.scheduler/subgroup-name` label (as KAI's pod-grouper writes them).
 
-use super::{Format, GangKind, Rendered, has_annotation, object, topology};
+use super::{Format, GangKind, PodTag, Rendered, object, topology};
 use crate::gang::PodGroup;
 use crate::object::Object;
 use crate::resolve::Workload;
@@ -16,7 +16,7 @@ pub(super) const FORMAT: Format = Format::new(
     "KAI Scheduler PodGroup (scheduling.run.ai/v2alpha2)",
     &[POD_GROUP],
     render,
-    already_grouped,
+    PodTag::Annotation("pod-group-name"),
 )
 .not_by_controller("KAI Scheduler's pod-grouper reads definitions itself");
 
@@ -37,10 +37,6 @@ fn render(groups: &[PodGroup], _: &Workload, o: &Object) -> Rendered {
         }
     }
     r
-}
-
-fn already_grouped(pod: &Value) -> bool {
-    has_annotation(pod, "pod-group-name")
 }
 
 /// The queue from the workload's `kai.scheduler/queue` label, its priority class, and either

@@ -4,11 +4,11 @@
 //! `kueue.x-k8s.io/queue-name` label. Kueue manages only pods that name a queue: a workload
 //! without the label gets no tags (and a warning).
 
-use super::{Format, Rendered, has_label, tag_members};
+use super::{Format, PodTag, Rendered, tag_members};
 use crate::gang::PodGroup;
 use crate::object::Object;
 use crate::resolve::Workload;
-use serde_json::{Value, json};
+use serde_json::json;
 
 /// The label that names a pod's Kueue pod group.
 const LABEL: &str = "kueue.x-k8s.io/pod-group-name";
@@ -25,7 +25,7 @@ pub(super) const FORMAT: Format = Format::new(
     "Kueue pod-group labels and annotations",
     &[],
     render,
-    already_grouped,
+    PodTag::Label(LABEL),
 );
 
 fn render(groups: &[PodGroup], _: &Workload, o: &Object) -> Rendered {
@@ -62,8 +62,4 @@ fn render(groups: &[PodGroup], _: &Workload, o: &Object) -> Rendered {
         }),
         ..Rendered::default()
     }
-}
-
-fn already_grouped(pod: &Value) -> bool {
-    has_label(pod, LABEL)
 }

@@ -1,7 +1,8 @@
 //! The scheduler formats gangs are written in. Each format is one module holding one
 //! [`Format`] that says, once: which objects it writes ([`Format::kinds`]), how groups render
 //! as those objects and as pod tags ([`Format::render`]), and how to tell that a pod already
-//! names its group ([`Format::already_grouped`]). [`SchedulerFormat`] names them on command
+//! names its group ([`Format::already_grouped`], and the same test in CEL for the API server:
+//! [`Format::grouped_condition`]). [`SchedulerFormat`] names them on command
 //! lines; adding a scheduler is its module, a variant and its line in
 //! [`SchedulerFormat::format`].
 
@@ -27,7 +28,7 @@ pub struct Format {
     summary: &'static str,
     kinds: &'static [GangKind],
     render: fn(&[PodGroup], &Workload, &Object) -> Rendered,
-    already_grouped: fn(&Value) -> bool,
+    tag: PodTag,
     not_written_by_controller: Option<&'static str>,
     when_not_served: Option<&'static str>,
 }
@@ -39,14 +40,14 @@ impl Format {
         summary: &'static str,
         kinds: &'static [GangKind],
         render: fn(&[PodGroup], &Workload, &Object) -> Rendered,
-        already_grouped: fn(&Value) -> bool,
+        tag: PodTag,
     ) -> Format {
         Format {
             name,
             summary,
             kinds,
             render,
-            already_grouped,
+            tag,
             not_written_by_controller: None,
             when_not_served: None,
         }
@@ -93,7 +94,23 @@ impl Format {
     /// True when the pod already names its group the way this format reads it (its operator
     /// or a native integration put it there): such a pod is left as it is.
     pub fn already_grouped(&self, pod: &Value) -> bool {
-        (self.already_grouped)(pod)
+        self.tag.on(pod)
+    }
+
+    /// [`Format::already_grouped`] as a CEL expression over `object` (the pod), for a webhook's
+    /// match condition: the API server evaluates it on the pod as the webhooks before have
+    /// left it. It never fails on a pod without labels or annotations (a failing match
+    /// condition refuses the request).
+    ///
+    /// ```
+    /// use wlmap_engine::SchedulerFormat;
+    /// assert_eq!(SchedulerFormat::Native.format().grouped_condition(),
+    ///     "has(object.spec.schedulingGroup)");
+    /// assert_eq!(SchedulerFormat::Coscheduling.format().grouped_condition(),
+    ///     "has(object.metadata.labels) && 'scheduling.x-k8s.io/pod-group' in object.metadata.labels");
+    /// ```
+    pub fn grouped_condition(&self) -> String {
+        self.tag.cel()
     }
 
     /// Why `wlmap controller` does not write this format, or `None` when it does.
@@ -368,14 +385,41 @@ fn tag_members(groups: &[PodGroup], tag: impl Fn(&PodGroup, &str) -> Value) -> V
         .collect()
 }
 
-/// True when the pod has this label.
-fn has_label(pod: &Value, key: &str) -> bool {
-    !pod["metadata"]["labels"][key].is_null()
+/// Where a format's pod names its group: one field of the pod's spec, one label or one
+/// annotation. Said once, as data, it is read two ways: by wlmap on a pod
+/// ([`Format::already_grouped`]) and by the API server in CEL ([`Format::grouped_condition`]).
+#[derive(Clone, Copy, Debug)]
+enum PodTag {
+    /// A field of `spec` (not null).
+    Spec(&'static str),
+    /// A label (any value).
+    Label(&'static str),
+    /// An annotation (any value).
+    Annotation(&'static str),
 }
 
-/// True when the pod has this annotation.
-fn has_annotation(pod: &Value, key: &str) -> bool {
-    !pod["metadata"]["annotations"][key].is_null()
+impl PodTag {
+    /// True when the pod carries the tag.
+    fn on(self, pod: &Value) -> bool {
+        let at = match self {
+            PodTag::Spec(field) => &pod["spec"][field],
+            PodTag::Label(key) => &pod["metadata"]["labels"][key],
+            PodTag::Annotation(key) => &pod["metadata"]["annotations"][key],
+        };
+        !at.is_null()
+    }
+
+    /// The same test in CEL. Keys hold only the characters of qualified names (no quote).
+    fn cel(self) -> String {
+        let in_map = |map: &str, key: &str| {
+            format!("has(object.metadata.{map}) && '{key}' in object.metadata.{map}")
+        };
+        match self {
+            PodTag::Spec(field) => format!("has(object.spec.{field})"),
+            PodTag::Label(key) => in_map("labels", key),
+            PodTag::Annotation(key) => in_map("annotations", key),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -426,6 +470,17 @@ mod tests {
                     }
                 }
                 assert!(f.format().already_grouped(&tagged), "{f}: {t}");
+                // The API server's test (CEL) names the field or key the tag sets.
+                let cel = f.format().grouped_condition();
+                let set: Vec<&String> = ["labels", "annotations", "spec"]
+                    .iter()
+                    .filter_map(|part| t[*part].as_object())
+                    .flat_map(|m| m.keys())
+                    .collect();
+                assert!(
+                    set.iter().any(|k| cel.contains(k.as_str())),
+                    "{f}: {cel} {t}"
+                );
                 assert!(
                     !f.format()
                         .already_grouped(&json!({"metadata": {}, "spec": {}})),

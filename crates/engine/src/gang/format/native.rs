@@ -3,7 +3,7 @@
 //! creation. A PodGroup needs no Workload. A group of no pods (scaled to zero) has none: the
 //! API holds `minCount` to at least 1.
 
-use super::{Format, GangKind, Rendered, object};
+use super::{Format, GangKind, PodTag, Rendered, object};
 use crate::gang::{PodGroup, SubGroupOut};
 use crate::object::Object;
 use crate::resolve::Workload;
@@ -18,16 +18,15 @@ pub(super) const FORMAT: Format = Format::new(
     "Kubernetes v1.37 gang scheduling: PodGroups (scheduling.k8s.io/v1beta1), pod spec.schedulingGroup",
     &[POD_GROUP],
     render,
-    already_grouped,
+    GROUP_FIELD,
 );
 
 fn render(groups: &[PodGroup], _: &Workload, o: &Object) -> Rendered {
     flat(groups, o)
 }
 
-fn already_grouped(pod: &Value) -> bool {
-    names_a_group(pod)
-}
+/// Where a pod names its PodGroup (it cannot change after creation).
+pub(super) const GROUP_FIELD: PodTag = PodTag::Spec("schedulingGroup");
 
 /// A PodGroup per group.
 pub(super) fn flat(groups: &[PodGroup], o: &Object) -> Rendered {
@@ -37,11 +36,6 @@ pub(super) fn flat(groups: &[PodGroup], o: &Object) -> Rendered {
         tag(&mut r, &g.name, &g.members);
     }
     r
-}
-
-/// True when the pod names a scheduling group (it cannot change after creation).
-pub(super) fn names_a_group(pod: &Value) -> bool {
-    !pod["spec"]["schedulingGroup"].is_null()
 }
 
 /// A v1.37 PodGroup; a leaf of a CompositePodGroup names its parent and the Workload template

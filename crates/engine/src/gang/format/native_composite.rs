@@ -26,7 +26,7 @@
 //! assert_eq!(r.pod_tags[1]["spec"]["schedulingGroup"]["podGroupName"], "p-gang-workers");
 //! ```
 
-use super::native::{POD_GROUP, constrain, flat, names_a_group, pod_group, tag};
+use super::native::{GROUP_FIELD, POD_GROUP, constrain, flat, pod_group, tag};
 use super::{Format, GangKind, Rendered, object};
 use crate::gang::{PodGroup, SubGroupOut};
 use crate::object::Object;
@@ -51,7 +51,7 @@ pub(super) const FORMAT: Format = Format::new(
     "Kubernetes v1.37 hierarchical gangs: a CompositePodGroup (scheduling.k8s.io/v1alpha3, gate CompositePodGroup) over a PodGroup per sub-group",
     &[WORKLOAD, COMPOSITE, POD_GROUP],
     render,
-    already_grouped,
+    GROUP_FIELD,
 )
 .off_by_default("turn on the feature gates GenericWorkload, TopologyAwareWorkloadScheduling and CompositePodGroup (API server and scheduler) and --runtime-config=scheduling.k8s.io/v1beta1=true,scheduling.k8s.io/v1alpha3=true, or use --scheduler native");
 
@@ -73,10 +73,6 @@ fn render(groups: &[PodGroup], _: &Workload, o: &Object) -> Rendered {
         }
     }
     r
-}
-
-fn already_grouped(pod: &Value) -> bool {
-    names_a_group(pod)
 }
 
 /// The Workload, the CompositePodGroup and the leaf PodGroups of one group.

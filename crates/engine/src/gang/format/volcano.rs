@@ -2,7 +2,7 @@
 //! workload is one group (it is the whole workload's desired request); pods name it in the
 //! `scheduling.k8s.io/group-name` annotation.
 
-use super::{Format, GangKind, Rendered, has_annotation, object, tag_members};
+use super::{Format, GangKind, PodTag, Rendered, object, tag_members};
 use crate::gang::PodGroup;
 use crate::object::Object;
 use crate::resolve::Workload;
@@ -19,7 +19,7 @@ pub(super) const FORMAT: Format = Format::new(
     "Volcano PodGroup (scheduling.volcano.sh/v1beta1), pod annotation",
     &[POD_GROUP],
     render,
-    already_grouped,
+    PodTag::Annotation(ANNOTATION),
 );
 
 fn render(groups: &[PodGroup], w: &Workload, o: &Object) -> Rendered {
@@ -48,10 +48,6 @@ fn render(groups: &[PodGroup], w: &Workload, o: &Object) -> Rendered {
         ),
         ..Rendered::default()
     }
-}
-
-fn already_grouped(pod: &Value) -> bool {
-    has_annotation(pod, ANNOTATION)
 }
 
 /// The workload's whole desired request, as quantities.

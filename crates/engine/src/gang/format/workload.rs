@@ -2,7 +2,7 @@
 //! pod groups, which pods name in `spec.workloadRef`); v1.37 no longer serves it (see the
 //! native form).
 
-use super::{Format, GangKind, Rendered, object};
+use super::{Format, GangKind, PodTag, Rendered, object};
 use crate::gang::{PodGroup, gang_name};
 use crate::object::Object;
 use crate::resolve::Workload;
@@ -19,7 +19,7 @@ pub(super) const FORMAT: Format = Format::new(
     "Kubernetes v1.35 Workload API (scheduling.k8s.io/v1alpha1)",
     &[WORKLOAD],
     render,
-    already_grouped,
+    PodTag::Spec("workloadRef"),
 )
 .not_by_controller("Kubernetes v1.37 no longer serves scheduling.k8s.io/v1alpha1 Workloads");
 
@@ -41,8 +41,4 @@ fn render(groups: &[PodGroup], _: &Workload, o: &Object) -> Rendered {
         ));
     }
     r
-}
-
-fn already_grouped(pod: &Value) -> bool {
-    !pod["spec"]["workloadRef"].is_null()
 }
