@@ -988,8 +988,9 @@ def repeated_faults(n, out_dir, runs, say):
         fault_lines(faults, say)
         stuck = stuck or bool(faults.stuck)
         faults.delete()
-        # Two replicas go on to the next run: the survivors, the killed ones' processes gone.
-        replicas[:] = [x for x in replicas if x.alive()]
+        # The killed replicas stay in the list (dead): each new one is named after the list's
+        # length, an identity no replica has had, as each pod of a Deployment has its own
+        # name; one that took a killed replica's identity would find itself the Lease's holder.
     for x in replicas:
         x.stop()
     service.stop()

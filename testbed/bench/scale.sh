@@ -11,6 +11,7 @@
 #   cargo build --release -p wlmap-cli
 #   testbed/bench/scale.sh [WORKLOADS] [OUT_DIR]
 #   WLMAP_SCALE_ROUNDS=4 testbed/bench/scale.sh 300 OUT_DIR   # paired rounds: declared vs with
+#   WLMAP_SCALE_FAULTS=4 testbed/bench/scale.sh 300 OUT_DIR   # four faults phases in a row
 #
 # The control plane's clients run at 100 requests/s (kube-controller-manager and
 # kube-scheduler `--kube-api-qps=100 --kube-api-burst=100`, as Kubernetes' own scalability
