@@ -1520,16 +1520,7 @@ fn faults_leave_no_duplicate_no_orphan_and_no_silent_gap() {
     // The webhook unreachable: pods are created without a group, and the gap is visible.
     let mut c = c;
     c.crash();
-    let fail_open = || {
-        tb.kubectl(&["get", "--raw", "/metrics"], None)
-            .lines()
-            .filter(|l| {
-                l.starts_with("apiserver_admission_webhook_fail_open_count")
-                    && l.contains("pods.wlmap.run.ai")
-            })
-            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-            .sum::<f64>()
-    };
+    let fail_open = || fail_opens(&tb, wlmap_controller::registration::POD_WEBHOOK);
     let before = fail_open();
     tb.kubectl(&["create", "-f", "-"], Some(&jobset("unguarded")));
     tb.wait_for("the Jobs' pods created all the same", 60, || {
