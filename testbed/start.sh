@@ -34,6 +34,13 @@
 #   WLMAP_TESTBED_CLIENT_QPS   requests/s (and burst) of kube-controller-manager's and
 #                              kube-scheduler's clients (default: theirs, 20 and 50); the
 #                              scale benchmark raises it as Kubernetes' scalability tests do
+#   WLMAP_TESTBED_OPERATOR_WORKERS=N  KubeRay's and the training operator's workloads
+#                              reconciled N at a time (--reconcile-concurrency,
+#                              --controller-threads; both 1 by default, each workload's
+#                              pods made one request after another)
+#   WLMAP_TESTBED_PROFILING=1  the API server serves /debug/pprof (off otherwise, as
+#                              hardened clusters run it); the scale benchmark's
+#                              WLMAP_SCALE_APIPROF takes its CPU profiles there
 #   WLMAP_TESTBED_START_TIMEOUT  seconds to wait for readiness (default 120)
 #   WLMAP_TESTBED_KEEP=1       on failure keep DIR (logs) instead of removing it
 set -euo pipefail
@@ -298,7 +305,7 @@ launch kube-apiserver "$BIN/kube-apiserver" \
   --enable-priority-and-fairness=false \
   --endpoint-reconciler-type=none \
   --allow-privileged=true \
-  --profiling=false \
+  --profiling="$([ "${WLMAP_TESTBED_PROFILING:-}" = 1 ] && echo true || echo false)" \
   --feature-gates="$FEATURE_GATES" \
   --runtime-config=scheduling.k8s.io/v1beta1=true,scheduling.k8s.io/v1alpha3=true \
   --v=1
@@ -461,7 +468,8 @@ case ",$OPERATORS," in *,kuberay,*)
     --enable-leader-election=false \
     --metrics-addr=0 \
     --health-probe-bind-address="127.0.0.1:$RAY_HEALTH_PORT" \
-    --log-stdout-encoder=console
+    --log-stdout-encoder=console \
+    ${WLMAP_TESTBED_OPERATOR_WORKERS:+--reconcile-concurrency="$WLMAP_TESTBED_OPERATOR_WORKERS"}
   KUBERAY_PID="$(cat "$DIR/pids/ray-operator.pid")"
   end=$(deadline)
   until [ "$(curl -fsS --max-time 2 "http://127.0.0.1:$RAY_HEALTH_PORT/readyz" 2>/dev/null)" = ok ]; do
@@ -632,6 +640,7 @@ FIXED_CERT_DIR[kueue]=/etc/kueue/metrics/certs
 # Its pending-workloads visibility server (an aggregated API behind a Service, with a
 # certificate at another fixed path) is not installed: its feature gate is off.
 EXTRA_ARGS[kueue]="--feature-gates=VisibilityOnDemand=false"
+[ -z "${WLMAP_TESTBED_OPERATOR_WORKERS:-}" ] || EXTRA_ARGS[training-operator]="${EXTRA_ARGS[training-operator]:-} --controller-threads=$WLMAP_TESTBED_OPERATOR_WORKERS"
 
 for row in "${OPERATOR_TABLE[@]}"; do
   IFS='|' read -r name binary overlay deployment groups certs drop after crds <<<"$row"

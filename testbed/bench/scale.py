@@ -31,11 +31,13 @@ then four phases, each in a namespace of its own that is deleted before the next
 
 WLMAP_SCALE_ROUNDS=R runs instead R rounds of a `declared` and a `with` phase, in turns of
 order (declared first, then with first, ...), and reports each round's ratio of bind times,
-their mean, spread and 95 % interval, and the cluster's CPU with / declared: on a machine whose
-pace drifts by more than 5 % between phases, one pair cannot tell wlmap's cost from the drift.
+their mean, spread and 95 % interval, the cluster's CPU with / declared, and when each kind's
+last pod was bound: on a machine whose pace drifts by more than 5 % between phases, one pair
+cannot tell wlmap's cost from the drift.
 WLMAP_SCALE_FAULTS=R runs instead R `faults` phases one after another, each reported alone:
 a pod let through without its group is rare, and one run cannot show how rare.
 WLMAP_SCALE_PIN=1 puts the cluster on the first CPU and wlmap on the second (PIN below).
+WLMAP_SCALE_APIPROF=1 takes the API server's CPU profile through each phase (ApiserverProfile).
 
 Times are taken from watches (`kubectl get --watch`, each line stamped as it arrives); the
 report goes to stdout and OUT_DIR/report.md, the raw streams stay in OUT_DIR.
@@ -664,6 +666,16 @@ class Phase:
             json.dump(stuck, f, indent=1)
         return stuck
 
+    def last_bound_by_kind(self):
+        """For each kind, when its last pod was bound (s from the first creation): a kind
+        whose operator makes its pods one request after another falls behind the burst by
+        as much as each request takes."""
+        last = {}
+        for pod, t in bound_times(self.pods).items():
+            kind = KINDS[int(pod[1:6]) % len(KINDS)]  # pods are named after w00000, w00001, ...
+            last[kind] = max(last.get(kind, 0.0), t - self.t0)
+        return last
+
     def gang_latency(self):
         seen = first_seen(self.groups.snapshot(), lambda f: f[1] if len(f) > 1 and f[1] else None)
         return [seen[w] - t for w, t in self.created.items() if w in seen], seen
@@ -753,13 +765,105 @@ def cpu_delta(before, after):
     return {k: after[k] - before[k] for k in after if k in before}
 
 
+class ApiserverProfile:
+    """WLMAP_SCALE_APIPROF=1 (scale.sh starts the API server with its profiling on): the API
+    server's CPU profile through a phase, in 20 s pieces (Go's profile endpoint takes a fixed
+    length), OUT_DIR/PHASE.apiserver.N.pprof: `go tool pprof -top` them together, and
+    `-diff_base` one phase's against another's, to see where the API server's CPU goes with
+    wlmap and without it. Does nothing when not asked for."""
+
+    def __init__(self, name, out_dir):
+        self.name, self.out, self.done = name, out_dir, threading.Event()
+        self.thread = None
+        if os.environ.get("WLMAP_SCALE_APIPROF") == "1":
+            self.thread = threading.Thread(target=self.run, daemon=True)
+            self.thread.start()
+
+    def run(self):
+        piece = 0
+        while not self.done.is_set():
+            path = os.path.join(self.out, f"{self.name}.apiserver.{piece}.pprof")
+            with open(path, "wb") as out:
+                subprocess.run([KUBECTL, f"--kubeconfig={KUBECONFIG}", "get", "--raw",
+                                "/debug/pprof/profile?seconds=20"], stdout=out,
+                               stderr=subprocess.DEVNULL)
+            piece += 1
+
+    def stop(self):
+        self.done.set()
+        if self.thread:
+            self.thread.join()
+
+
+# Where the API server's CPU goes, from its profiles (WLMAP_SCALE_APIPROF): each path's
+# cumulative seconds, the function the path goes through in v1.37.2's kube-apiserver.
+API_PATHS = (
+    ("mutating webhooks called (wlmap's and the operators')",
+     "admission/plugin/webhook/mutating.(*mutatingDispatcher).callAttrMutatingHook"),
+    ("webhooks' rules and match conditions evaluated",
+     "admission/plugin/webhook/generic.(*Webhook).ShouldCallHook"),
+    ("mutating admission policies", "admission/plugin/policy/mutating.(*Plugin).Admit"),
+    ("watches served", "endpoints/handlers.(*WatchServer).HandleHTTP"),
+    ("lists served", "endpoints/handlers.ListResource.func1"),
+    ("server-side applies", "endpoints/handlers.(*applyPatcher).applyPatchToCurrentObject"),
+    ("garbage collection", "runtime.gcBgMarkWorker"),
+)
+# The first paths of API_PATHS: those wlmap changes (its webhooks called in place of the
+# admission policy, its replicas' watches). Their share of the API server's CPU in a phase
+# moves less with the machine's pace than the phase's CPU, which moves as a whole.
+ADMISSION_AND_WATCHES = 4
+
+
+def apiserver_paths(out_dir, name):
+    """The API server's CPU seconds in a phase, in all and along each of API_PATHS, from the
+    phase's profiles (`go tool pprof`); None without profiles or Go."""
+    files = sorted(f for f in os.listdir(out_dir) if f.startswith(f"{name}.apiserver.")
+                   and f.endswith(".pprof") and os.path.getsize(os.path.join(out_dir, f)))
+    go = shutil.which("go")
+    if not files or not go:
+        return None
+    top = subprocess.run([go, "tool", "pprof", "-top", "-cum", "-nodecount=1000000", "-nodefraction=0",
+                          *[os.path.join(out_dir, f) for f in files]],
+                         capture_output=True, text=True).stdout
+    total = re.search(r"Total samples = ([0-9.]+)(m?s)", top)
+    if not total:
+        return None
+    secs = lambda v, unit: float(v) / (1000 if unit == "ms" else 1)
+    cum = {}
+    for line in top.splitlines():
+        m = re.match(r"\s*\S+\s+\S+\s+\S+\s+([0-9.]+)(m?s)\s+\S+\s+(.+)$", line)
+        if m:
+            cum[m.group(3).strip()] = secs(m.group(1), m.group(2))
+    found = lambda suffix: sum(v for k, v in cum.items() if k.endswith(suffix))
+    return secs(total.group(1), total.group(2)), [found(f) for _, f in API_PATHS]
+
+
+def say_apiserver_paths(out_dir, phases, say):
+    got = [(ph.name, apiserver_paths(out_dir, ph.name)) for ph in phases]
+    got = [(n, p) for n, p in got if p]
+    if not got:
+        return
+    say()
+    say("The API server's CPU in each phase, from its profiles (s; `go tool pprof -top -cum "
+        "OUT_DIR/PHASE.apiserver.*.pprof`):")
+    say()
+    say("| phase | profiled | " + " | ".join(label for label, _ in API_PATHS)
+        + " | admission and watches, of all profiled |")
+    say("|---|---|" + "---|" * (len(API_PATHS) + 1))
+    for name, (total, paths) in got:
+        say(f"| {name} | {total:.1f} | " + " | ".join(f"{v:.2f}" for v in paths)
+            + f" | {100 * sum(paths[:ADMISSION_AND_WATCHES]) / total:.1f} % |")
+
+
 def run_phase(name, n, out_dir, bound_timeout, replicas=(), prepare=None):
     ph = Phase(name, n, out_dir)
     if prepare:
         prepare(ph.ns)
     cpu0, m0 = component_cpu(), apiserver_metrics()
+    profile = ApiserverProfile(name, out_dir)
     ph.create()
     ph.wait_bound(bound_timeout, replicas)
+    profile.stop()
     m1 = apiserver_metrics()
     ph.cpu = cpu_delta(cpu0, component_cpu())
     ph.requests_by = counter_delta(apiserver_requests(m1), apiserver_requests(m0))
@@ -877,6 +981,21 @@ def paired_rounds(n, out_dir, rounds, say):
         f"not in their group, PodGroups duplicate {total(withs, lambda c: c['duplicates'])}, orphaned "
         f"{total(withs, lambda c: len(c['orphans']))}, missing {total(withs, lambda c: c['missing_groups'])}; "
         f"creations refused mentioning wlmap (events) {total(withs, lambda c: c['refused_events'])}")
+    calls = {}
+    for w in withs:
+        for le, c in w.webhook:
+            calls[le] = calls.get(le, 0.0) + c
+    calls = list(calls.items())
+    say(f"- The pod webhook's call as the API server measures it, all `with` phases: p50 "
+        f"{fmt_ms(quantile(calls, 0.5))} ms, p99 {fmt_ms(quantile(calls, 0.99))} ms")
+    pooled_requests = lambda phases: {k: sum(ph.requests_by.get(k, 0.0) for ph in phases)
+                                      for ph in phases for k in ph.requests_by}
+    w_req, d_req = pooled_requests(withs), pooled_requests(decls)
+    apart = sorted(((w_req.get(k, 0.0) - d_req.get(k, 0.0), k) for k in {*w_req, *d_req}),
+                   key=lambda x: -abs(x[0]))[:8]
+    per = n * rounds
+    say("- API requests that differ most, with against declared, per workload (all rounds pooled): "
+        + ", ".join(f"{r} {verb} {d / per:+.2f}" for d, (r, verb) in apart))
     say()
     say("CPU of each phase by component (s):")
     say()
@@ -887,6 +1006,17 @@ def paired_rounds(n, out_dir, rounds, say):
         for ph in ((d, w) if order[0] == "declared" else (w, d)):
             say(f"| {ph.name} | " + " | ".join(f"{ph.cpu.get(c, 0):.1f}" for c in comps)
                 + f" | {ph.extra_cpu:.1f} | {bound(ph):.1f} |")
+    say()
+    say("When the last pod of each kind was bound (s from the phase's first creation):")
+    say()
+    say("| phase | workloads created | " + " | ".join(KINDS) + " |")
+    say("|---|---|" + "---|" * len(KINDS))
+    for order, d, w in rows:
+        for ph in ((d, w) if order[0] == "declared" else (w, d)):
+            last = ph.last_bound_by_kind()
+            say(f"| {ph.name} | {ph.t_created - ph.t0:.1f} | "
+                + " | ".join(f"{last.get(k, 0):.1f}" for k in KINDS) + " |")
+    say_apiserver_paths(out_dir, [ph for _, d, w in rows for ph in (d, w)], say)
     return stuck
 
 

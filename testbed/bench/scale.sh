@@ -12,6 +12,10 @@
 #   testbed/bench/scale.sh [WORKLOADS] [OUT_DIR]
 #   WLMAP_SCALE_ROUNDS=4 testbed/bench/scale.sh 300 OUT_DIR   # paired rounds: declared vs with
 #   WLMAP_SCALE_FAULTS=4 testbed/bench/scale.sh 300 OUT_DIR   # four faults phases in a row
+#   WLMAP_SCALE_ROUNDS=4 WLMAP_SCALE_PIN=1 WLMAP_SCALE_APIPROF=1 testbed/bench/scale.sh 300 OUT_DIR
+#     # the same, wlmap on a CPU of its own, the API server's CPU profiled by path
+#   WLMAP_TESTBED_OPERATOR_WORKERS=10 ...   # KubeRay and the training operator 10 workloads at a
+#     # time (their default, 1, makes each workload's pods one request after another)
 #
 # The control plane's clients run at 100 requests/s (kube-controller-manager and
 # kube-scheduler `--kube-api-qps=100 --kube-api-burst=100`, as Kubernetes' own scalability
@@ -31,4 +35,5 @@ mkdir -p "$OUT"
 OUT="$(cd "$OUT" && pwd)"
 export WLMAP_TESTBED_OPERATORS=jobset,lws,kuberay,training-operator
 export WLMAP_TESTBED_CLIENT_QPS=100
+[ "${WLMAP_SCALE_APIPROF:-}" != 1 ] || export WLMAP_TESTBED_PROFILING=1
 exec "$HERE/../with-testbed.sh" python3 "$HERE/scale.py" "$N" "$OUT"
